@@ -1,0 +1,82 @@
+"""Typed per-model configuration, read from the archive's ``model-config.yaml``.
+
+The build writes one ``handler:`` section per model (see ``scripts/package.py``); the
+handler reads it back through :func:`from_mapping`, which rejects unknown or missing keys
+so that a typo in a manifest fails at load time instead of silently using a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+ConfigT = TypeVar("ConfigT")
+
+
+@dataclass(frozen=True)
+class ImageModelConfig:
+    """How the image classifier archive was built and must be fed."""
+
+    model_name: str
+    architecture: str
+    model_file: str
+    labels_file: str
+    weights: str
+    resize_size: int
+    crop_size: int
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    top_k: int = 5
+    max_image_pixels: int = 40_000_000
+    max_body_bytes: int = 20 * 1024 * 1024
+    torch_threads: int = 1
+    warmup_batch_sizes: tuple[int, ...] = field(default_factory=lambda: (1,))
+
+
+@dataclass(frozen=True)
+class TextModelConfig:
+    """How the intent classifier archive was built and must be fed."""
+
+    model_name: str
+    model_file: str
+    labels_file: str
+    tokenizer_dir: str
+    base_model: str
+    max_length: int
+    oos_threshold: float
+    oos_label: str = "oos"
+    top_k: int = 5
+    token_budget: int = 4096
+    max_body_bytes: int = 64 * 1024
+    torch_threads: int = 1
+    warmup_batch_sizes: tuple[int, ...] = field(default_factory=lambda: (1,))
+
+
+def from_mapping(config_type: type[ConfigT], values: Mapping[str, Any]) -> ConfigT:
+    """Build a config dataclass from a plain mapping, with clear errors for bad keys."""
+    fields = {f.name: f for f in dataclasses.fields(config_type)}  # type: ignore[arg-type]
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ValueError(f"{config_type.__name__}: unknown keys {unknown}")
+    required = [
+        name
+        for name, f in fields.items()
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    missing = sorted(set(required) - set(values))
+    if missing:
+        raise ValueError(f"{config_type.__name__}: missing keys {missing}")
+    converted = {
+        name: tuple(value) if isinstance(value, list) else value for name, value in values.items()
+    }
+    return config_type(**converted)
+
+
+def to_mapping(config: object) -> dict[str, Any]:
+    """The inverse of :func:`from_mapping`, with tuples as lists so YAML stays plain."""
+    return {
+        key: list(value) if isinstance(value, tuple) else value
+        for key, value in dataclasses.asdict(config).items()  # type: ignore[call-overload]
+    }

@@ -1,0 +1,68 @@
+"""Request errors that carry their HTTP status, mapped to a response in one place."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+
+
+class RequestError(Exception):
+    """An error that belongs to one request of a batch; its batch-mates are unaffected."""
+
+    status: int = HTTPStatus.BAD_REQUEST
+    error_type: str = "bad_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    @property
+    def phrase(self) -> str:
+        return HTTPStatus(self.status).phrase
+
+    def to_body(self) -> dict[str, Any]:
+        return {"error": {"type": self.error_type, "message": self.message}}
+
+
+class InvalidInput(RequestError):
+    """The body is well-formed HTTP but not something this model can read."""
+
+    error_type = "invalid_input"
+
+
+class InvalidImage(InvalidInput):
+    error_type = "invalid_image"
+
+
+class InvalidText(InvalidInput):
+    error_type = "invalid_text"
+
+
+class PayloadTooLarge(RequestError):
+    """Too big to process safely (bytes or decoded pixels); rejected before full decoding."""
+
+    status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+    error_type = "payload_too_large"
+
+
+class InferenceFailed(RequestError):
+    """The model failed on a batch (out of memory, unexpected error); the server keeps going."""
+
+    status = HTTPStatus.INTERNAL_SERVER_ERROR
+    error_type = "inference_failed"
+
+
+class ResourceExhausted(InferenceFailed):
+    """The accelerator or host ran out of memory for this batch; a retry may succeed."""
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    error_type = "resource_exhausted"
+
+
+def error_for_exception(exc: BaseException) -> RequestError:
+    """Map any exception raised while serving to the RequestError that answers it."""
+    if isinstance(exc, RequestError):
+        return exc
+    if isinstance(exc, MemoryError) or "out of memory" in str(exc).lower():
+        return ResourceExhausted(f"out of memory while running the batch: {exc}")
+    return InferenceFailed(f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,170 @@
+"""The TorchServe adapter every model handler builds on.
+
+A subclass says how to load its model, decode one request, run a list of decoded items
+and encode one output. This class does the rest: per-request errors through
+``context.set_response_status``, timing, metrics, and the guarantee that ``handle``
+returns exactly one response per request and never raises.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import time
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+import torch
+
+from batchkit.batching import (
+    check_length,
+    decode_each,
+    encode_each,
+    run_on_subset,
+    scatter,
+    valid_subset,
+)
+from batchkit.config import from_mapping
+from batchkit.errors import RequestError, error_for_exception
+from batchkit.metrics import BatchReport, emit
+from batchkit.payloads import request_body
+from batchkit.runtime import configure_threads, select_device
+
+logger = logging.getLogger(__name__)
+
+ConfigT = TypeVar("ConfigT")
+JSON_CONTENT_TYPE = "application/json"
+
+
+class BatchHandler(abc.ABC, Generic[ConfigT]):
+    """Base for the toolkit's handlers; subclasses stay small and model-specific."""
+
+    config_type: ClassVar[type]
+
+    def __init__(self) -> None:
+        self.initialized = False
+        self.config: ConfigT
+        self.device = torch.device("cpu")
+        self.model_dir = Path(".")
+        self.max_batch_size = 1
+        self.last_report: BatchReport | None = None
+
+    # ---- TorchServe entry points -------------------------------------------------
+    def initialize(self, context: Any) -> None:
+        properties = context.system_properties
+        self.model_dir = Path(properties.get("model_dir") or ".")
+        model_yaml = context.model_yaml_config or {}
+        if "handler" not in model_yaml:
+            raise ValueError("archive has no handler section in model-config.yaml")
+        self.config = from_mapping(self.config_type, model_yaml["handler"])
+        self.max_batch_size = int(properties.get("batch_size") or model_yaml.get("batchSize") or 1)
+        configure_threads(self.config.torch_threads)  # type: ignore[attr-defined]
+        self.device = select_device(properties)
+        self.load()
+        self.warm_up()
+        self.initialized = True
+        logger.info(
+            "%s ready on %s (batch size %d, %d threads)",
+            type(self).__name__,
+            self.device,
+            self.max_batch_size,
+            torch.get_num_threads(),
+        )
+
+    def handle(self, data: list[Any], context: Any) -> list[Any]:
+        try:
+            responses, report = self.process(data)
+        except Exception as exc:  # noqa: BLE001 - last line of defence, should not happen
+            logger.exception("batch failed outside the per-request pipeline")
+            error = error_for_exception(exc)
+            responses = [error] * len(data)
+            report = BatchReport(batch_size=len(data), max_batch_size=self.max_batch_size)
+        self.last_report = report
+        bodies = [self.respond(context, index, value) for index, value in enumerate(responses)]
+        emit(getattr(context, "metrics", None), self.model_name, report)
+        return bodies
+
+    # ---- pipeline ---------------------------------------------------------------
+    def process(self, data: list[Any]) -> tuple[list[Any], BatchReport]:
+        """Decode each, infer on the valid subset, encode each; timed per stage."""
+        started = time.perf_counter()
+        decoded = decode_each(data, lambda request: self.decode(request_body(request)))
+        subset = valid_subset(decoded)
+        decoded_at = time.perf_counter()
+        outputs = run_on_subset(subset, self.infer_guarded)
+        inferred_at = time.perf_counter()
+        responses = encode_each(scatter(decoded, subset, outputs), self.encode)
+        check_length(responses, len(data), "handler")
+        finished_at = time.perf_counter()
+        report = BatchReport(
+            batch_size=len(data),
+            max_batch_size=self.max_batch_size,
+            rejected=len(data) - len(subset.items),
+            preprocess_ms=1000 * (decoded_at - started),
+            inference_ms=1000 * (inferred_at - decoded_at),
+            postprocess_ms=1000 * (finished_at - inferred_at),
+        )
+        self.annotate(report)
+        return responses, report
+
+    def infer_guarded(self, items: list[Any]) -> list[Any]:
+        try:
+            with torch.inference_mode():
+                return self.infer(items)
+        except Exception:
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+            raise
+
+    def respond(self, context: Any, index: int, value: Any) -> Any:
+        """Map one result to its HTTP status and JSON body (errors mapped here only)."""
+        if isinstance(value, RequestError):
+            if context is not None:
+                context.set_response_status(int(value.status), value.phrase, index)
+                context.set_response_content_type(index, JSON_CONTENT_TYPE)
+            return value.to_body()
+        if context is not None:
+            context.set_response_content_type(index, JSON_CONTENT_TYPE)
+        return value
+
+    def warm_up(self) -> None:
+        """Run each warm-up batch size once so the first real request pays nothing extra."""
+        sizes = {min(size, self.max_batch_size) for size in self.config.warmup_batch_sizes}  # type: ignore[attr-defined]
+        sizes.add(self.max_batch_size)
+        for size in sorted(sizes):
+            started = time.perf_counter()
+            with torch.inference_mode():
+                self.infer(self.warmup_items(size))
+            logger.info("warm-up batch %d took %.1f ms", size, 1000 * (time.perf_counter() - started))
+
+    @property
+    def model_name(self) -> str:
+        return self.config.model_name  # type: ignore[attr-defined]
+
+    def annotate(self, report: BatchReport) -> None:
+        """Hook for handlers that add figures (e.g. padding efficiency) to the report."""
+
+    # ---- what a model handler provides ---------------------------------------------
+    @abc.abstractmethod
+    def load(self) -> None:
+        """Load the model and its side files from ``self.model_dir``."""
+
+    @abc.abstractmethod
+    def decode(self, body: Any) -> Any:
+        """One request body to one model-ready item; raise a RequestError when it is bad."""
+
+    @abc.abstractmethod
+    def infer(self, items: list[Any]) -> list[Any]:
+        """Run the model on decoded items; return exactly one output per item, in order."""
+
+    @abc.abstractmethod
+    def encode(self, output: Any) -> Any:
+        """One model output to its JSON-serializable response body."""
+
+    @abc.abstractmethod
+    def warmup_items(self, count: int) -> list[Any]:
+        """Synthetic decoded items for warm-up."""
+
+
+def load_config(config_type: type[ConfigT], values: dict[str, Any]) -> ConfigT:
+    return from_mapping(config_type, values)

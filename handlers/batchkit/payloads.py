@@ -1,0 +1,58 @@
+"""Getting the body out of a TorchServe request, whatever shape the worker gave it.
+
+TorchServe's Python worker already decodes ``application/json`` bodies to objects and
+``text/*`` bodies to ``str`` (falling back to raw bytes when that fails), and multipart
+forms arrive as one key per field. The handlers see all of these.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from batchkit.errors import InvalidInput, PayloadTooLarge
+
+BODY_KEYS = ("data", "body")
+
+
+def request_body(request: Any) -> Any:
+    """Return the one body of a request: ``data``/``body`` first, else the only field."""
+    if isinstance(request, dict):
+        for key in BODY_KEYS:
+            if key in request and request[key] is not None:
+                return request[key]
+        if len(request) == 1:
+            return next(iter(request.values()))
+        raise InvalidInput("expected one request body (or a form field named 'data')")
+    return request
+
+
+def check_size(body: Any, max_bytes: int) -> None:
+    if isinstance(body, bytes | bytearray | str) and len(body) > max_bytes:
+        raise PayloadTooLarge(f"request body is {len(body)} bytes; the limit is {max_bytes}")
+
+
+def parse_json_object(body: Any) -> dict[str, Any] | None:
+    """The body as a JSON object when it is one (decoded or raw), else ``None``."""
+    if isinstance(body, dict):
+        return body
+    raw = body
+    if isinstance(raw, bytes | bytearray):
+        stripped = bytes(raw).lstrip()
+        if not stripped.startswith(b"{"):
+            return None
+        try:
+            raw = stripped.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput("JSON body is not valid UTF-8") from exc
+    if isinstance(raw, str):
+        if not raw.lstrip().startswith("{"):
+            return None
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"body is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+        if not isinstance(value, dict):
+            raise InvalidInput("JSON body must be an object")
+        return value
+    return None

@@ -1,0 +1,57 @@
+"""TorchServe handler for the ResNet image classifier (one class, as TorchServe requires)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import torch
+
+from batchkit.config import ImageModelConfig
+from batchkit.handler_base import BatchHandler
+from batchkit.images import decode_for_model
+
+
+class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
+    """Decode and validate each image alone, classify the valid ones in one forward pass."""
+
+    config_type = ImageModelConfig
+
+    def load(self) -> None:
+        config = self.config
+        self.model = torch.jit.load(str(self.model_dir / config.model_file), map_location=self.device)
+        self.model.eval()
+        self.labels: list[str] = json.loads((self.model_dir / config.labels_file).read_text())
+        self.top_k = min(config.top_k, len(self.labels))
+
+    def decode(self, body: Any) -> torch.Tensor:
+        config = self.config
+        return decode_for_model(
+            body,
+            resize_size=config.resize_size,
+            crop_size=config.crop_size,
+            mean=config.mean,
+            std=config.std,
+            max_image_pixels=config.max_image_pixels,
+            max_body_bytes=config.max_body_bytes,
+        )
+
+    def infer(self, items: list[torch.Tensor]) -> list[tuple[list[float], list[int]]]:
+        batch = torch.stack(items).to(self.device, non_blocking=True)
+        probabilities = torch.softmax(self.model(batch).float(), dim=1)
+        values, indices = probabilities.topk(self.top_k, dim=1)
+        return list(zip(values.cpu().tolist(), indices.cpu().tolist(), strict=True))
+
+    def encode(self, output: tuple[list[float], list[int]]) -> dict[str, Any]:
+        values, indices = output
+        return {
+            "model": self.config.model_name,
+            "predictions": [
+                {"label": self.labels[index], "index": index, "probability": round(value, 6)}
+                for value, index in zip(values, indices, strict=True)
+            ],
+        }
+
+    def warmup_items(self, count: int) -> list[torch.Tensor]:
+        size = self.config.crop_size
+        return [torch.zeros(3, size, size) for _ in range(count)]

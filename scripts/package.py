@@ -1,0 +1,148 @@
+"""Package an exported model into ``model-store/<name>.mar`` with torch-model-archiver.
+
+The archive's ``model-config.yaml`` carries the batch settings read from
+``config.properties`` (TorchServe lets the archive's values win, so they must be the
+same), plus the handler's typed config. The shared ``batchkit`` package, labels, build
+info and any tokenizer files travel inside the archive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scripts import HANDLERS_DIR, REPO_ROOT, artifacts
+from scripts.manifest import DEFAULT_MANIFEST, Manifest, ModelSpec, load_manifest
+from scripts.properties import BATCH_KEYS, model_settings, read_properties
+
+DEFAULT_PROPERTIES = REPO_ROOT / "config.properties"
+STAMP_FILE = "package_stamp.json"
+MODEL_CONFIG_FILE = "model-config.yaml"
+
+
+class PackageError(RuntimeError):
+    """The archive could not be built."""
+
+
+def archive_settings(properties_path: Path, model_name: str) -> dict[str, Any]:
+    """The settings of one model in config.properties that the archive must repeat."""
+    settings = model_settings(read_properties(properties_path))
+    if model_name not in settings:
+        raise PackageError(f"{properties_path} has no models entry for {model_name!r}")
+    entry = settings[model_name]
+    missing = [key for key in BATCH_KEYS if key not in entry]
+    if missing:
+        raise PackageError(f"{properties_path}: models.{model_name} lacks {missing}")
+    values = {key: int(entry[key]) for key in BATCH_KEYS}
+    values["torchThreads"] = int(entry.get("torchThreads", 1))
+    return values
+
+
+def model_config(spec: ModelSpec, settings: dict[str, Any]) -> dict[str, Any]:
+    handler = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    handler["torch_threads"] = settings["torchThreads"]
+    config = {key: settings[key] for key in BATCH_KEYS}
+    config["handler"] = handler
+    return config
+
+
+def stamp_for(spec: ModelSpec, config: dict[str, Any]) -> str:
+    """What the archive was built from: its config and the artifact and handler digests."""
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode())
+    for path in sorted(spec.artifact_dir.rglob("*")) + sorted(HANDLERS_DIR.rglob("*.py")):
+        if path.is_file() and path.name != STAMP_FILE and "__pycache__" not in path.parts:
+            digest.update(path.name.encode())
+            digest.update(artifacts.file_digest(path).encode())
+    return digest.hexdigest()[:16]
+
+
+def stage_extra_files(spec: ModelSpec, staging: Path) -> None:
+    """Lay out what goes beside the handler in the archive (torch-model-archiver copies
+    the *contents* of a directory given as an extra file)."""
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    shutil.copytree(
+        HANDLERS_DIR / "batchkit", staging / "batchkit", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    skip = {artifacts.MODEL_FILE, artifacts.HANDLER_CONFIG_FILE, STAMP_FILE, MODEL_CONFIG_FILE, "archive"}
+    for path in spec.artifact_dir.iterdir():
+        if path.name in skip:
+            continue
+        if path.is_dir():
+            shutil.copytree(path, staging / path.name)
+        else:
+            shutil.copy2(path, staging / path.name)
+
+
+def package(spec: ModelSpec, manifest: Manifest, properties_path: Path = DEFAULT_PROPERTIES, force: bool = False) -> Path:
+    if not (spec.artifact_dir / artifacts.MODEL_FILE).exists():
+        raise PackageError(f"{spec.name}: no exported model in {spec.artifact_dir}; run the export first")
+    settings = archive_settings(properties_path, spec.name)
+    config = model_config(spec, settings)
+    stamp = stamp_for(spec, config)
+    mar_path = manifest.model_store / f"{spec.name}.mar"
+    stamp_path = spec.artifact_dir / STAMP_FILE
+    if not force and mar_path.exists() and stamp_path.exists():
+        if artifacts.read_json(stamp_path).get("stamp") == stamp:
+            print(f"[package] {mar_path.name} is up to date")
+            return mar_path
+    config_path = spec.artifact_dir / MODEL_CONFIG_FILE
+    config_path.write_text(
+        "# Written by scripts/package.py from config.properties and the export's handler\n"
+        "# config. Do not edit: change config.properties and run `make archive`.\n"
+        + yaml.safe_dump(config, sort_keys=False)
+    )
+    staging = spec.artifact_dir / "archive"
+    stage_extra_files(spec, staging)
+    manifest.model_store.mkdir(parents=True, exist_ok=True)
+    command = [
+        str(Path(sys.executable).parent / "torch-model-archiver"),
+        "--model-name", spec.name,
+        "--version", spec.version,
+        "--serialized-file", str(spec.artifact_dir / artifacts.MODEL_FILE),
+        "--handler", str(spec.handler),
+        "--extra-files", str(staging),
+        "--config-file", str(config_path),
+        "--export-path", str(manifest.model_store),
+        "--force",
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise PackageError(f"torch-model-archiver failed for {spec.name}:\n{result.stderr}{result.stdout}")
+    artifacts.write_json(stamp_path, {"stamp": stamp, "settings": settings})
+    print(
+        f"[package] {mar_path} (batchSize={settings['batchSize']}, "
+        f"maxBatchDelay={settings['maxBatchDelay']}, workers={settings['minWorkers']}-"
+        f"{settings['maxWorkers']}, torchThreads={settings['torchThreads']})"
+    )
+    return mar_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
+    parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES)
+    parser.add_argument("--model", action="append", help="model name (default: all)")
+    parser.add_argument("--force", action="store_true")
+    args = parser.parse_args(argv)
+    manifest = load_manifest(args.manifest)
+    try:
+        for name in args.model or list(manifest.models):
+            package(manifest.model(name), manifest, args.properties, args.force)
+    except (PackageError, ValueError) as exc:
+        print(f"[package] FAILED: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Read and edit TorchServe's ``config.properties`` (Java properties) without losing comments.
+
+TorchServe reads the file with ``java.util.Properties``; this module follows the same
+rules for what we need: ``#``/``!`` comments, ``key=value`` / ``key: value`` /
+``key value``, and backslash line continuations (used by the multi-line ``models=`` JSON).
+Edits replace one logical entry in place and keep every other line byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BATCH_KEYS = ("minWorkers", "maxWorkers", "batchSize", "maxBatchDelay", "responseTimeout")
+TOOLKIT_KEYS = ("torchThreads",)
+
+
+class PropertiesError(ValueError):
+    """config.properties cannot be understood; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str
+    value: str
+    first_line: int  # 0-based index of the entry's first physical line
+    last_line: int  # inclusive
+
+
+def _ends_with_continuation(line: str) -> bool:
+    stripped = line.rstrip("\r\n")
+    backslashes = len(stripped) - len(stripped.rstrip("\\"))
+    return backslashes % 2 == 1
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        char = match.group(1)
+        if char.startswith("u"):
+            return chr(int(char[1:], 16))
+        return _ESCAPES.get(char, char)
+
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", replace, text)
+
+
+def _split_key_value(logical: str) -> tuple[str, str]:
+    index = 0
+    while index < len(logical):
+        char = logical[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char in "=: \t\f":
+            break
+        index += 1
+    key = logical[:index]
+    rest = logical[index:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return _unescape(key), _unescape(rest)
+
+
+def parse_entries(text: str) -> list[Entry]:
+    """All key/value entries of a properties text, with their physical line spans."""
+    lines = text.splitlines()
+    entries: list[Entry] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        stripped = line.lstrip(" \t\f")
+        if not stripped or stripped[0] in "#!":
+            index += 1
+            continue
+        first = index
+        parts = [stripped]
+        while _ends_with_continuation(parts[-1]) and index + 1 < len(lines):
+            parts[-1] = parts[-1].rstrip("\r\n")[:-1]
+            index += 1
+            parts.append(lines[index].lstrip(" \t\f"))
+        if _ends_with_continuation(parts[-1]):
+            parts[-1] = parts[-1][:-1]
+        key, value = _split_key_value("".join(parts))
+        entries.append(Entry(key=key, value=value, first_line=first, last_line=index))
+        index += 1
+    return entries
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for entry in parse_entries(path.read_text()):
+        values[entry.key] = entry.value
+    return values
+
+
+def model_settings(properties: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Per-model settings from the ``models=`` JSON: ``{name: {batchSize: ..., ...}}``.
+
+    TorchServe keys models by name, then version; we take the default version (or the
+    only one) and return its settings, with the toolkit's own keys (``torchThreads``).
+    """
+    raw = properties.get("models")
+    if not raw:
+        raise PropertiesError("config.properties has no 'models=' entry with batch settings")
+    try:
+        document = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise PropertiesError(
+            f"'models=' is not valid JSON ({exc.msg} at character {exc.pos}); "
+            "check the commas and that every continued line ends with a backslash"
+        ) from exc
+    if not isinstance(document, dict):
+        raise PropertiesError("'models=' must be a JSON object keyed by model name")
+    settings: dict[str, dict[str, Any]] = {}
+    for name, versions in document.items():
+        if not isinstance(versions, dict) or not versions:
+            raise PropertiesError(f"models.{name} must map a version to its settings")
+        chosen = next(
+            (v for v in versions.values() if isinstance(v, dict) and v.get("defaultVersion")),
+            next(iter(versions.values())),
+        )
+        if not isinstance(chosen, dict):
+            raise PropertiesError(f"models.{name}: version settings must be a JSON object")
+        settings[name] = dict(chosen)
+    return settings
+
+
+def format_models(document: dict[str, Any]) -> str:
+    """The ``models=`` JSON laid out one setting per line, each continued with a backslash."""
+    body = json.dumps(document, indent=4).splitlines()
+    return "models=" + "\\\n".join(body) + "\n"
+
+
+def replace_entry(text: str, key: str, new_lines: str) -> str:
+    """Replace one logical entry (all its physical lines); other lines stay as they were."""
+    lines = text.splitlines(keepends=True)
+    for entry in parse_entries(text):
+        if entry.key == key:
+            return "".join(lines[: entry.first_line]) + new_lines + "".join(lines[entry.last_line + 1 :])
+    suffix = "" if text.endswith("\n") or not text else "\n"
+    return text + suffix + new_lines
+
+
+def update_model_settings(path: Path, model_name: str, changes: dict[str, Any]) -> None:
+    """Change some settings of one model in ``models=``, keeping the file's comments."""
+    text = path.read_text()
+    properties = {entry.key: entry.value for entry in parse_entries(text)}
+    document = json.loads(properties["models"])
+    versions = document.setdefault(model_name, {"1.0": {"defaultVersion": True}})
+    version = next(
+        (k for k, v in versions.items() if isinstance(v, dict) and v.get("defaultVersion")),
+        next(iter(versions)),
+    )
+    versions[version].update(changes)
+    path.write_text(replace_entry(text, "models", format_models(document)))

@@ -1,0 +1,82 @@
+"""Fixtures shared by unit and integration tests: tiny models and a fake TorchServe context."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from PIL import Image
+
+from scripts import REPO_ROOT
+from tests.fakes import FakeContext, RecordingMetrics
+
+TINY_LABELS = ["circle", "square", "triangle"]
+
+
+class TinyImageNet(torch.nn.Module):
+    """A few-parameter CNN with the ResNet handler's contract: (N,3,H,W) -> (N,classes)."""
+
+    def __init__(self, classes: int = 3) -> None:
+        super().__init__()
+        self.features = torch.nn.Conv2d(3, 4, kernel_size=3, padding=1)
+        self.head = torch.nn.Linear(4, classes)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        pooled = torch.relu(self.features(images)).mean(dim=(2, 3))
+        return self.head(pooled)
+
+
+def declared_metrics() -> dict[str, object]:
+    """Model metrics declared in the repository's metrics.yaml, as TorchServe would load them."""
+    from ts.metrics.metric_type_enum import MetricTypes
+
+    document = yaml.safe_load((REPO_ROOT / "metrics.yaml").read_text())
+    declared: dict[str, object] = {}
+    for kind, entries in document["model_metrics"].items():
+        for entry in entries:
+            declared[entry["name"]] = MetricTypes(kind)
+    return declared
+
+
+@pytest.fixture
+def tiny_image_model_dir(tmp_path: Path) -> tuple[Path, dict]:
+    """An unpacked 'archive' for the ResNet handler with a tiny TorchScript model."""
+    torch.manual_seed(0)
+    scripted = torch.jit.script(TinyImageNet(len(TINY_LABELS)).eval())
+    scripted.save(str(tmp_path / "model.pt"))
+    (tmp_path / "labels.json").write_text(json.dumps(TINY_LABELS))
+    handler = {
+        "model_name": "tiny",
+        "architecture": "tiny-cnn",
+        "model_file": "model.pt",
+        "labels_file": "labels.json",
+        "weights": "random (test fixture)",
+        "resize_size": 20,
+        "crop_size": 16,
+        "mean": [0.5, 0.5, 0.5],
+        "std": [0.25, 0.25, 0.25],
+        "top_k": 2,
+        "max_image_pixels": 1_000_000,
+        "max_body_bytes": 2_000_000,
+        "torch_threads": 1,
+        "warmup_batch_sizes": [1],
+    }
+    return tmp_path, {"batchSize": 4, "maxBatchDelay": 5, "handler": handler}
+
+
+@pytest.fixture
+def fake_context_factory():
+    def make(model_dir: Path, model_yaml_config: dict, batch_size: int = 4) -> FakeContext:
+        return FakeContext(model_dir, model_yaml_config, batch_size, RecordingMetrics(declared_metrics()))
+
+    return make
+
+
+def image_bytes(fmt: str = "PNG", size: tuple[int, int] = (40, 30), mode: str = "RGB", color: object = "red", **save_args: object) -> bytes:
+    buffer = io.BytesIO()
+    Image.new(mode, size, color).save(buffer, format=fmt, **save_args)
+    return buffer.getvalue()
