@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
                 export_model(spec)
                 print(f"[build] exported {name} in {time.perf_counter() - started:.0f}s")
             package(spec, manifest, args.properties)
-        except Exception as exc:  # noqa: BLE001 - any failure fails the build, with its reason
+        except Exception as exc:
             print(f"[build] FAILED for {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
     return 0

@@ -75,7 +75,9 @@ def cached_weights_path(weights: Any) -> Path:
     return Path(torch.hub.get_dir()) / "checkpoints" / Path(weights.url).name
 
 
-def load_user_weights(path: Path, labels_path: Path | None, architecture: str, settings: dict) -> ResolvedWeights:
+def load_user_weights(
+    path: Path, labels_path: Path | None, architecture: str, settings: dict
+) -> ResolvedWeights:
     """A user's TorchScript artifact (packaged as is) or a state_dict for the architecture."""
     if not path.exists():
         raise ExportError(f"weights path {path} does not exist")
@@ -144,7 +146,7 @@ def load_torchvision_weights(architecture: str, name: str, allow_download: bool)
         try:
             state = weights.get_state_dict(progress=False, check_hash=True)
             origin = weights.url
-        except Exception as exc:  # noqa: BLE001 - offline is an expected outcome
+        except Exception as exc:
             print(f"[export] torchvision weights unavailable ({type(exc).__name__}: {exc})")
             return None
         finally:
@@ -276,7 +278,9 @@ def resolve_weights(spec: ModelSpec, weights_path: Path | None, labels_path: Pat
     return train_on_digits(architecture, weights.get("digits") or {})
 
 
-def verify(resolved: ResolvedWeights, scripted: torch.jit.ScriptModule, atol: float, batch_sizes: list[int]) -> dict[str, float]:
+def verify(
+    resolved: ResolvedWeights, scripted: torch.jit.ScriptModule, atol: float, batch_sizes: list[int]
+) -> dict[str, float]:
     """Scripted vs eager, and batch N vs N single runs; raise ExportError beyond atol."""
     torch.manual_seed(1234)
     largest = max(batch_sizes)

@@ -14,6 +14,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,6 @@ from scripts.manifest import DEFAULT_MANIFEST, Manifest, ModelSpec, load_manifes
 from scripts.properties import BATCH_KEYS, model_settings, read_properties
 
 DEFAULT_PROPERTIES = REPO_ROOT / "config.properties"
-STAMP_FILE = "package_stamp.json"
 MODEL_CONFIG_FILE = "model-config.yaml"
 
 
@@ -58,7 +58,7 @@ def stamp_for(spec: ModelSpec, config: dict[str, Any]) -> str:
     """What the archive was built from: its config and the artifact and handler digests."""
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode())
     for path in sorted(spec.artifact_dir.rglob("*")) + sorted(HANDLERS_DIR.rglob("*.py")):
-        if path.is_file() and path.name != STAMP_FILE and "__pycache__" not in path.parts:
+        if path.is_file() and "__pycache__" not in path.parts:
             digest.update(path.name.encode())
             digest.update(artifacts.file_digest(path).encode())
     return digest.hexdigest()[:16]
@@ -67,13 +67,11 @@ def stamp_for(spec: ModelSpec, config: dict[str, Any]) -> str:
 def stage_extra_files(spec: ModelSpec, staging: Path) -> None:
     """Lay out what goes beside the handler in the archive (torch-model-archiver copies
     the *contents* of a directory given as an extra file)."""
-    if staging.exists():
-        shutil.rmtree(staging)
     staging.mkdir(parents=True)
     shutil.copytree(
         HANDLERS_DIR / "batchkit", staging / "batchkit", ignore=shutil.ignore_patterns("__pycache__")
     )
-    skip = {artifacts.MODEL_FILE, artifacts.HANDLER_CONFIG_FILE, STAMP_FILE, MODEL_CONFIG_FILE, "archive"}
+    skip = {artifacts.MODEL_FILE, artifacts.HANDLER_CONFIG_FILE}
     for path in spec.artifact_dir.iterdir():
         if path.name in skip:
             continue
@@ -83,39 +81,45 @@ def stage_extra_files(spec: ModelSpec, staging: Path) -> None:
             shutil.copy2(path, staging / path.name)
 
 
-def package(spec: ModelSpec, manifest: Manifest, properties_path: Path = DEFAULT_PROPERTIES, force: bool = False) -> Path:
+def package(
+    spec: ModelSpec, manifest: Manifest, properties_path: Path = DEFAULT_PROPERTIES, force: bool = False
+) -> Path:
+    """Build ``<model store>/<name>.mar`` unless the one there was built from the same inputs."""
     if not (spec.artifact_dir / artifacts.MODEL_FILE).exists():
         raise PackageError(f"{spec.name}: no exported model in {spec.artifact_dir}; run the export first")
     settings = archive_settings(properties_path, spec.name)
     config = model_config(spec, settings)
     stamp = stamp_for(spec, config)
     mar_path = manifest.model_store / f"{spec.name}.mar"
-    stamp_path = spec.artifact_dir / STAMP_FILE
-    if not force and mar_path.exists() and stamp_path.exists():
-        if artifacts.read_json(stamp_path).get("stamp") == stamp:
-            print(f"[package] {mar_path.name} is up to date")
-            return mar_path
-    config_path = spec.artifact_dir / MODEL_CONFIG_FILE
-    config_path.write_text(
-        "# Written by scripts/package.py from config.properties and the export's handler\n"
-        "# config. Do not edit: change config.properties and run `make archive`.\n"
-        + yaml.safe_dump(config, sort_keys=False)
+    stamp_path = manifest.model_store / f".{spec.name}.stamp.json"  # per store: stores can differ
+    up_to_date = (
+        mar_path.exists() and stamp_path.exists() and artifacts.read_json(stamp_path).get("stamp") == stamp
     )
-    staging = spec.artifact_dir / "archive"
-    stage_extra_files(spec, staging)
+    if up_to_date and not force:
+        print(f"[package] {mar_path.name} is up to date")
+        return mar_path
     manifest.model_store.mkdir(parents=True, exist_ok=True)
-    command = [
-        str(Path(sys.executable).parent / "torch-model-archiver"),
-        "--model-name", spec.name,
-        "--version", spec.version,
-        "--serialized-file", str(spec.artifact_dir / artifacts.MODEL_FILE),
-        "--handler", str(spec.handler),
-        "--extra-files", str(staging),
-        "--config-file", str(config_path),
-        "--export-path", str(manifest.model_store),
-        "--force",
-    ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix=f"package-{spec.name}-") as workdir:
+        config_path = Path(workdir) / MODEL_CONFIG_FILE
+        config_path.write_text(
+            "# Written by scripts/package.py from config.properties and the export's handler\n"
+            "# config. Do not edit: change config.properties and run `make archive`.\n"
+            + yaml.safe_dump(config, sort_keys=False)
+        )
+        staging = Path(workdir) / "extra"
+        stage_extra_files(spec, staging)
+        command = [
+            str(Path(sys.executable).parent / "torch-model-archiver"),
+            "--model-name", spec.name,
+            "--version", spec.version,
+            "--serialized-file", str(spec.artifact_dir / artifacts.MODEL_FILE),
+            "--handler", str(spec.handler),
+            "--extra-files", str(staging),
+            "--config-file", str(config_path),
+            "--export-path", str(manifest.model_store),
+            "--force",
+        ]  # fmt: skip
+        result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise PackageError(f"torch-model-archiver failed for {spec.name}:\n{result.stderr}{result.stdout}")
     artifacts.write_json(stamp_path, {"stamp": stamp, "settings": settings})

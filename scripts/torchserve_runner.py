@@ -9,6 +9,7 @@ ports and settings overridden; the source file is never modified.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -27,7 +28,11 @@ from scripts import REPO_ROOT
 from scripts.properties import format_models, model_settings, parse_entries, read_properties, replace_entry
 
 DEFAULT_PROPERTIES = REPO_ROOT / "config.properties"
-ADDRESS_KEYS = {"inference": "inference_address", "management": "management_address", "metrics": "metrics_address"}
+ADDRESS_KEYS = {
+    "inference": "inference_address",
+    "management": "management_address",
+    "metrics": "metrics_address",
+}
 
 
 class ServerError(RuntimeError):
@@ -123,12 +128,22 @@ class TorchServe:
         return {"Authorization": f"Bearer {token}"} if token else {}
 
     # ---- requests -----------------------------------------------------------------
-    def predict(self, model: str, body: bytes | str, content_type: str = "application/octet-stream", timeout: float = 60) -> requests.Response:
+    def predict(
+        self,
+        model: str,
+        body: bytes | str,
+        content_type: str = "application/octet-stream",
+        timeout: float = 60,
+    ) -> requests.Response:
         headers = {**self.headers("inference"), "Content-Type": content_type}
-        return self.session.post(f"{self.url('inference')}/predictions/{model}", data=body, headers=headers, timeout=timeout)
+        return self.session.post(
+            f"{self.url('inference')}/predictions/{model}", data=body, headers=headers, timeout=timeout
+        )
 
     def describe(self, model: str) -> list[dict[str, Any]]:
-        response = self.session.get(f"{self.url('management')}/models/{model}", headers=self.headers("management"), timeout=10)
+        response = self.session.get(
+            f"{self.url('management')}/models/{model}", headers=self.headers("management"), timeout=10
+        )
         response.raise_for_status()
         return response.json()
 
@@ -186,17 +201,17 @@ class TorchServe:
                 raise ServerError(f"TorchServe exited with {self.process.returncode}\n{self.log_tail()}")
             auth_off = self.properties.get("disable_token_authorization", "false").lower() == "true"
             if auth_off or self.key_file.exists():
-                try:
+                with contextlib.suppress(requests.RequestException):
                     pending = [m for m in pending if not self._model_ready(m)]
-                except requests.RequestException:
-                    pass
                 if not pending:
                     return
             time.sleep(0.5)
         raise ServerError(f"models not READY after {timeout:.0f}s: {pending}\n{self.log_tail()}")
 
     def _model_ready(self, model: str) -> bool:
-        response = self.session.get(f"{self.url('management')}/models/{model}", headers=self.headers("management"), timeout=5)
+        response = self.session.get(
+            f"{self.url('management')}/models/{model}", headers=self.headers("management"), timeout=5
+        )
         if response.status_code != 200:
             return False
         workers = response.json()[0].get("workers", [])
@@ -206,7 +221,9 @@ class TorchServe:
         chunks = []
         for path in (self.run_dir / "torchserve.out", self.run_dir / "logs" / "model_log.log"):
             if path.exists():
-                chunks.append(f"--- {path.name}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:]))
+                chunks.append(
+                    f"--- {path.name}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+                )
         return "\n".join(chunks)
 
     def stop(self, timeout: float = 30) -> None:
@@ -267,6 +284,9 @@ def start_instance(
         # Workers talk to the frontend on sockets numbered from this port (default 9000);
         # a distinct range lets private instances run beside `make serve`.
         props.setdefault("initial_worker_port", str(worker_port_base()))
+        # gRPC listens too (7070/7071 by default) and would collide between instances.
+        props.setdefault("grpc_inference_port", str(free_port()))
+        props.setdefault("grpc_management_port", str(free_port()))
     path = effective_properties(source, run_dir, model_store, ports, props, model_overrides)
     server = TorchServe(run_dir=run_dir, properties_path=path, model_store=model_store)
     server.start(names, timeout)

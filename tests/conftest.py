@@ -76,7 +76,13 @@ def fake_context_factory():
     return make
 
 
-def image_bytes(fmt: str = "PNG", size: tuple[int, int] = (40, 30), mode: str = "RGB", color: object = "red", **save_args: object) -> bytes:
+def image_bytes(
+    fmt: str = "PNG",
+    size: tuple[int, int] = (40, 30),
+    mode: str = "RGB",
+    color: object = "red",
+    **save_args: object,
+) -> bytes:
     buffer = io.BytesIO()
     Image.new(mode, size, color).save(buffer, format=fmt, **save_args)
     return buffer.getvalue()

@@ -13,7 +13,9 @@ class RecordedMetric:
     metric_type: Any
     values: list[tuple[float, list[str]]] = field(default_factory=list)
 
-    def add_or_update(self, value: float, dimension_values: list[str] | None = None, request_id: str = "") -> None:
+    def add_or_update(
+        self, value: float, dimension_values: list[str] | None = None, request_id: str = ""
+    ) -> None:
         self.values.append((value, list(dimension_values or [])))
 
 
@@ -33,7 +35,9 @@ class RecordingMetrics:
 class FakeContext:
     """The parts of ``ts.context.Context`` the handlers use."""
 
-    def __init__(self, model_dir: Path, model_yaml_config: dict[str, Any], batch_size: int = 8, metrics: Any = None) -> None:
+    def __init__(
+        self, model_dir: Path, model_yaml_config: dict[str, Any], batch_size: int = 8, metrics: Any = None
+    ) -> None:
         self.system_properties = {"model_dir": str(model_dir), "gpu_id": None, "batch_size": batch_size}
         self.model_yaml_config = model_yaml_config
         self.metrics = metrics

@@ -33,15 +33,13 @@ class ValidSubset(Generic[Item]):
     items: list[Item]
 
 
-def decode_each(
-    payloads: Sequence[Payload], decode: Callable[[Payload], Item]
-) -> list[Item | RequestError]:
+def decode_each(payloads: Sequence[Payload], decode: Callable[[Payload], Item]) -> list[Item | RequestError]:
     """Decode every request on its own, so that one bad body only fails itself."""
     decoded: list[Item | RequestError] = []
     for payload in payloads:
         try:
             decoded.append(decode(payload))
-        except Exception as exc:  # noqa: BLE001 - every failure becomes that request's error
+        except Exception as exc:
             decoded.append(error_for_exception(exc))
     return decoded
 
@@ -65,7 +63,7 @@ def run_on_subset(
     try:
         outputs = list(infer(subset.items))
         check_length(outputs, len(subset.items), "inference")
-    except Exception as exc:  # noqa: BLE001 - reported per request, worker keeps serving
+    except Exception as exc:
         error = error_for_exception(exc)
         return [error] * len(subset.items)
     return outputs
@@ -97,7 +95,7 @@ def encode_each(
             continue
         try:
             encoded.append(encode(output))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             encoded.append(error_for_exception(exc))
     return encoded
 

@@ -68,9 +68,7 @@ def from_mapping(config_type: type[ConfigT], values: Mapping[str, Any]) -> Confi
     missing = sorted(set(required) - set(values))
     if missing:
         raise ValueError(f"{config_type.__name__}: missing keys {missing}")
-    converted = {
-        name: tuple(value) if isinstance(value, list) else value for name, value in values.items()
-    }
+    converted = {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()}
     return config_type(**converted)
 
 

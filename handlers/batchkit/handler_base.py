@@ -74,7 +74,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
     def handle(self, data: list[Any], context: Any) -> list[Any]:
         try:
             responses, report = self.process(data)
-        except Exception as exc:  # noqa: BLE001 - last line of defence, should not happen
+        except Exception as exc:
             logger.exception("batch failed outside the per-request pipeline")
             error = error_for_exception(exc)
             responses = [error] * len(data)

@@ -32,7 +32,7 @@ WHITE = (255, 255, 255)
 def image_bytes(body: Any, max_body_bytes: int) -> bytes:
     """Raw image bytes from a request body: the bytes themselves or ``{"image": base64}``."""
     check_size(body, max_body_bytes)
-    document = parse_json_object(body)
+    document = parse_json_object(body, InvalidImage)
     if document is not None:
         encoded = document.get("image")
         if not isinstance(encoded, str) or not encoded:
@@ -61,8 +61,7 @@ def open_image(raw: bytes, max_pixels: int) -> Image.Image:
             width, height = image.size
             if width * height > max_pixels:
                 raise PayloadTooLarge(
-                    f"image is {width}x{height} = {width * height} pixels; "
-                    f"the limit is {max_pixels}"
+                    f"image is {width}x{height} = {width * height} pixels; the limit is {max_pixels}"
                 )
             image.seek(0)  # first frame of animations
             image.load()
@@ -86,13 +85,11 @@ def to_rgb(image: Image.Image) -> Image.Image:
         peak = pixels.max() if pixels.size else 0.0
         scale = 255.0 / 65535.0 if peak > 255 else 1.0
         image = Image.fromarray(np.clip(pixels * scale, 0, 255).astype(np.uint8), mode="L")
-    elif mode == "P" and "transparency" in image.info:
-        image = image.convert("RGBA")
-    elif mode == "PA":
+    elif (mode == "P" and "transparency" in image.info) or mode == "PA":
         image = image.convert("RGBA")
     if image.mode in ALPHA_MODES:
         rgba = image.convert("RGBA")
-        background = Image.new("RGBA", rgba.size, WHITE + (255,))
+        background = Image.new("RGBA", rgba.size, (*WHITE, 255))
         image = Image.alpha_composite(background, rgba)
     if image.mode != "RGB":
         try:
@@ -109,12 +106,16 @@ def preprocess(
     mean: Sequence[float],
     std: Sequence[float],
 ) -> torch.Tensor:
-    """RGB image to a normalized CHW float tensor, as torchvision's reference transform."""
-    tensor = tv_functional.pil_to_tensor(image)
-    tensor = tv_functional.resize(
-        tensor, [resize_size], interpolation=InterpolationMode.BILINEAR, antialias=True
+    """RGB image to a normalized CHW float tensor, as torchvision's reference transform.
+
+    Like ``ImageClassification`` given a PIL image: resize (shorter side) and crop in PIL,
+    then scale to [0, 1] and normalize.
+    """
+    image = tv_functional.resize(
+        image, [resize_size], interpolation=InterpolationMode.BILINEAR, antialias=True
     )
-    tensor = tv_functional.center_crop(tensor, [crop_size])
+    image = tv_functional.center_crop(image, [crop_size])
+    tensor = tv_functional.pil_to_tensor(image)
     tensor = tv_functional.convert_image_dtype(tensor, torch.float)
     return tv_functional.normalize(tensor, mean=list(mean), std=list(std))
 

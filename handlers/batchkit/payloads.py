@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from batchkit.errors import InvalidInput, PayloadTooLarge
+from batchkit.errors import InvalidInput, PayloadTooLarge, RequestError
 
 BODY_KEYS = ("data", "body")
 
@@ -32,8 +32,12 @@ def check_size(body: Any, max_bytes: int) -> None:
         raise PayloadTooLarge(f"request body is {len(body)} bytes; the limit is {max_bytes}")
 
 
-def parse_json_object(body: Any) -> dict[str, Any] | None:
-    """The body as a JSON object when it is one (decoded or raw), else ``None``."""
+def parse_json_object(body: Any, error: type[RequestError] = InvalidInput) -> dict[str, Any] | None:
+    """The body as a JSON object when it is one (decoded or raw), else ``None``.
+
+    ``error`` is the RequestError subclass raised for a malformed document, so each
+    model reports errors in its own terms (invalid_image, invalid_text).
+    """
     if isinstance(body, dict):
         return body
     raw = body
@@ -44,15 +48,15 @@ def parse_json_object(body: Any) -> dict[str, Any] | None:
         try:
             raw = stripped.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InvalidInput("JSON body is not valid UTF-8") from exc
+            raise error("JSON body is not valid UTF-8") from exc
     if isinstance(raw, str):
         if not raw.lstrip().startswith("{"):
             return None
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise InvalidInput(f"body is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+            raise error(f"body is not valid JSON: {exc.msg} at position {exc.pos}") from exc
         if not isinstance(value, dict):
-            raise InvalidInput("JSON body must be an object")
+            raise error("JSON body must be an object")
         return value
     return None

@@ -1,0 +1,193 @@
+"""The ResNet classifier on a real TorchServe: batching, isolation of bad requests, auth,
+and config.properties as the single source of truth for batch settings."""
+
+from __future__ import annotations
+
+import io
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+import requests
+from PIL import Image
+from sklearn.datasets import load_digits
+
+from scripts.manifest import Manifest, load_manifest
+from scripts.properties import update_model_settings
+from scripts.serve import start as serve_start
+from scripts.serve import stop as serve_stop
+from scripts.torchserve_runner import TorchServe, free_port, worker_port_base
+from tests.integration.conftest import configured_store
+from tests.unit.test_images import bomb_png
+
+MODEL = "resnet18"
+
+
+def digit_png(index: int, size: int, fmt: str = "PNG") -> bytes:
+    digits = load_digits()
+    pixels = (255 - digits.images[index] * (255 / 16)).astype(np.uint8)
+    image = Image.fromarray(pixels, mode="L").resize((size, size), Image.BILINEAR).convert("RGB")
+    buffer = io.BytesIO()
+    image.save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def assert_schema(body: dict) -> None:
+    assert body["model"] == MODEL
+    predictions = body["predictions"]
+    assert len(predictions) == 5
+    for item in predictions:
+        assert set(item) == {"label", "index", "probability"}
+        assert isinstance(item["label"], str) and isinstance(item["index"], int)
+        assert 0.0 <= item["probability"] <= 1.0
+    probabilities = [p["probability"] for p in predictions]
+    assert probabilities == sorted(probabilities, reverse=True)
+
+
+def batch_counters(server: TorchServe) -> tuple[float, float]:
+    text = server.metrics_text()
+
+    def value(name: str) -> float:
+        match = re.search(rf'^{name}\{{ModelName="{MODEL}".*\}} ([0-9.eE+-]+)$', text, re.MULTILINE)
+        return float(match.group(1)) if match else 0.0
+
+    return value("BatchedRequestsTotal"), value("BatchesTotal")
+
+
+@pytest.fixture(scope="module")
+def default_server(start_server, model_store: Path) -> TorchServe:
+    """resnet18 exactly as config.properties and `make archive` configure it."""
+    return start_server(model_store, [MODEL])
+
+
+def test_sixteen_concurrent_clients_get_their_own_answers_in_batches(default_server: TorchServe) -> None:
+    payloads = [digit_png(i, size=24 + 8 * (i % 5), fmt="PNG" if i % 2 else "JPEG") for i in range(32)]
+    alone = []
+    for payload in payloads:
+        response = default_server.predict(MODEL, payload)
+        assert response.status_code == 200, response.text
+        alone.append(response.json())
+    requests_before, batches_before = batch_counters(default_server)
+
+    def client(index: int) -> list[tuple[int, dict]]:
+        session = requests.Session()
+        answers = []
+        for round_ in range(4):
+            position = (index * 4 + round_) % len(payloads)
+            response = session.post(
+                f"{default_server.url('inference')}/predictions/{MODEL}",
+                data=payloads[position],
+                headers=default_server.headers(),
+                timeout=60,
+            )
+            assert response.status_code == 200, response.text
+            answers.append((position, response.json()))
+        return answers
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = [answer for answers in pool.map(client, range(16)) for answer in answers]
+
+    assert len(results) == 64
+    for position, body in results:
+        assert_schema(body)
+        expected = alone[position]["predictions"]
+        assert [p["index"] for p in body["predictions"]] == [p["index"] for p in expected]
+        for got, want in zip(body["predictions"], expected, strict=True):
+            assert got["probability"] == pytest.approx(want["probability"], abs=1e-4)
+    requests_after, batches_after = batch_counters(default_server)
+    served, batches = requests_after - requests_before, batches_after - batches_before
+    assert served == 64
+    mean_batch = served / batches
+    print(f"\n64 requests from 16 clients ran in {batches:.0f} batches (mean batch size {mean_batch:.2f})")
+    assert mean_batch > 1.0
+
+
+def test_trained_digits_model_recognises_digits(default_server: TorchServe) -> None:
+    info = default_server.describe(MODEL)[0]
+    assert info["batchSize"] == 8
+    digits = load_digits()
+    hits = 0
+    sample = range(1700, 1797)
+    for index in sample:
+        body = default_server.predict(MODEL, digit_png(index, size=48)).json()
+        hits += body["predictions"][0]["label"] == str(digits.target[index])
+    assert hits / len(sample) > 0.9
+
+
+def test_token_auth_is_on(default_server: TorchServe) -> None:
+    url = f"{default_server.url('inference')}/predictions/{MODEL}"
+    assert requests.post(url, data=digit_png(0, 32), timeout=10).status_code == 400
+    wrong = requests.post(url, data=digit_png(0, 32), headers={"Authorization": "Bearer wrong"}, timeout=10)
+    assert wrong.status_code == 400
+    management = requests.get(
+        f"{default_server.url('management')}/models", headers=default_server.headers(), timeout=10
+    )
+    assert management.status_code == 400, "the inference key must not open the management API"
+
+
+@pytest.fixture(scope="module")
+def slow_batching_server(start_server, tmp_path_factory) -> TorchServe:
+    """A long batch delay so that concurrent requests surely share one batch."""
+    properties, store = configured_store(
+        tmp_path_factory.mktemp("mixed"), [MODEL], {MODEL: {"batchSize": 8, "maxBatchDelay": 400}}
+    )
+    return start_server(store, [MODEL], source=properties)
+
+
+def test_bad_requests_in_a_batch_fail_alone(slow_batching_server: TorchServe) -> None:
+    whole_jpeg = digit_png(3, size=64, fmt="JPEG")
+    bodies = [
+        digit_png(1, 40),
+        whole_jpeg[: len(whole_jpeg) // 2],
+        b"",
+        digit_png(7, 56, fmt="JPEG"),
+        b"just some text, not a picture",
+        bomb_png(20_000, 20_000),
+        digit_png(9, 32),
+        digit_png(4, 80, fmt="WEBP"),
+    ]
+    requests_before, batches_before = batch_counters(slow_batching_server)
+    with ThreadPoolExecutor(max_workers=len(bodies)) as pool:
+        responses = list(pool.map(lambda body: slow_batching_server.predict(MODEL, body), bodies))
+    requests_after, batches_after = batch_counters(slow_batching_server)
+
+    statuses = [r.status_code for r in responses]
+    assert statuses == [200, 400, 400, 200, 400, 413, 200, 200]
+    for response in responses:
+        assert response.headers["Content-Type"].startswith("application/json")
+        if response.status_code == 200:
+            assert_schema(response.json())
+        else:
+            error = response.json()["error"]
+            assert error["type"] in {"invalid_image", "payload_too_large"} and error["message"]
+    assert responses[5].json()["error"]["type"] == "payload_too_large"
+    assert requests_after - requests_before == 8
+    assert batches_after - batches_before <= 2, "the mixed requests should have shared a batch"
+
+
+def test_editing_batch_size_and_serving_again_changes_the_live_setting(tmp_path: Path) -> None:
+    properties, store = configured_store(tmp_path / "serve", [MODEL])
+    text = properties.read_text()
+    for key in ("inference_address", "management_address", "metrics_address"):
+        text = re.sub(rf"^{key}=.*$", f"{key}=http://127.0.0.1:{free_port()}", text, flags=re.MULTILINE)
+    for key in ("grpc_inference_port", "grpc_management_port"):
+        text = re.sub(rf"^{key}=.*$", f"{key}={free_port()}", text, flags=re.MULTILINE)
+    text = re.sub(
+        r"^initial_worker_port=.*$", f"initial_worker_port={worker_port_base()}", text, flags=re.MULTILINE
+    )
+    properties.write_text(text)
+    repo = load_manifest()
+    manifest = Manifest(models=repo.models, build_dir=repo.build_dir, model_store=store)
+    run_dir = tmp_path / "run"
+    server = TorchServe(run_dir=run_dir, properties_path=run_dir / "config.properties", model_store=store)
+    try:
+        assert serve_start(run_dir, properties, 180, manifest) == 0
+        assert server.describe(MODEL)[0]["batchSize"] == 8
+        update_model_settings(properties, MODEL, {"batchSize": 4, "maxBatchDelay": 25})
+        assert serve_start(run_dir, properties, 180, manifest) == 0
+        described = server.describe(MODEL)[0]
+        assert (described["batchSize"], described["maxBatchDelay"]) == (4, 25)
+    finally:
+        serve_stop(run_dir)

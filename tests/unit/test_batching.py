@@ -1,0 +1,123 @@
+"""The pure batch core: per-request decode errors, one run on the valid subset, order kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from batchkit.batching import (
+    BatchLengthError,
+    check_length,
+    decode_each,
+    plan_sub_batches,
+    run_batch,
+    scatter,
+    valid_subset,
+)
+from batchkit.errors import InferenceFailed, InvalidInput, PayloadTooLarge, RequestError, ResourceExhausted
+
+
+def decode_number(payload: object) -> int:
+    if payload == "big":
+        raise PayloadTooLarge("too big")
+    if not isinstance(payload, int):
+        raise InvalidInput(f"not a number: {payload!r}")
+    return payload
+
+
+def test_bad_items_keep_their_own_errors_and_good_ones_their_results_in_order() -> None:
+    calls: list[list[int]] = []
+
+    def infer(items: list[int]) -> list[int]:
+        calls.append(items)
+        return [item * 10 for item in items]
+
+    results = run_batch([1, "x", 3, "big", 5], decode_number, infer, lambda out: {"value": out})
+
+    assert calls == [[1, 3, 5]], "the model runs once, on the valid subset only"
+    assert results[0] == {"value": 10} and results[2] == {"value": 30} and results[4] == {"value": 50}
+    assert isinstance(results[1], InvalidInput) and results[1].status == 400
+    assert isinstance(results[3], PayloadTooLarge) and results[3].status == 413
+
+
+def test_all_invalid_never_calls_the_model() -> None:
+    def infer(items: list[int]) -> list[int]:
+        raise AssertionError("must not run")
+
+    results = run_batch(["a", "b"], decode_number, infer, str)
+    assert [r.status for r in results] == [400, 400]
+
+
+def test_model_failure_fails_only_the_valid_items_with_a_5xx() -> None:
+    def infer(items: list[int]) -> list[int]:
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")
+
+    results = run_batch([1, "x", 2], decode_number, infer, str)
+    assert isinstance(results[0], ResourceExhausted) and results[0].status == 503
+    assert isinstance(results[1], InvalidInput)
+    assert isinstance(results[2], ResourceExhausted)
+
+
+def test_model_returning_wrong_count_is_reported_not_scattered() -> None:
+    results = run_batch([1, 2, 3], decode_number, lambda items: items[:2], str)
+    assert all(isinstance(r, InferenceFailed) for r in results)
+    assert "inference returned 2 results for 3 inputs" in results[0].message
+
+
+def test_unexpected_decode_exception_becomes_a_request_error() -> None:
+    def decode(payload: object) -> int:
+        raise KeyError("boom")
+
+    decoded = decode_each([1], decode)
+    assert isinstance(decoded[0], RequestError) and decoded[0].status == 500
+
+
+def test_one_failing_encode_fails_only_itself() -> None:
+    def encode(out: int) -> str:
+        if out == 20:
+            raise ValueError("cannot encode")
+        return str(out)
+
+    results = run_batch([1, 2, 3], decode_number, lambda items: [i * 10 for i in items], encode)
+    assert results[0] == "10" and results[2] == "30"
+    assert isinstance(results[1], InferenceFailed)
+
+
+def test_scatter_checks_lengths() -> None:
+    decoded = [1, InvalidInput("bad"), 3]
+    subset = valid_subset(decoded)
+    assert subset.indices == [0, 2]
+    with pytest.raises(BatchLengthError):
+        scatter(decoded, subset, ["only one"])
+    with pytest.raises(BatchLengthError):
+        check_length([1, 2], 3, "stage")
+
+
+def test_error_body_shape() -> None:
+    body = InvalidInput("empty body").to_body()
+    assert body == {"error": {"type": "invalid_input", "message": "empty body"}}
+
+
+@pytest.mark.parametrize(
+    ("lengths", "budget", "max_items"),
+    [
+        ([5, 50, 7, 48, 6, 49], 150, None),
+        ([10] * 9, 40, None),
+        ([100, 1, 1, 1], 64, None),
+        ([3, 9, 27, 81, 2, 5], 100, 2),
+        ([], 10, None),
+    ],
+)
+def test_sub_batches_cover_every_item_once_and_respect_the_budget(lengths, budget, max_items) -> None:
+    groups = plan_sub_batches(lengths, budget, max_items)
+    flat = sorted(i for group in groups for i in group)
+    assert flat == list(range(len(lengths)))
+    for group in groups:
+        padded = len(group) * max(lengths[i] for i in group)
+        assert padded <= budget or len(group) == 1
+        if max_items:
+            assert len(group) <= max_items
+
+
+def test_sub_batches_group_similar_lengths() -> None:
+    groups = plan_sub_batches([5, 50, 7, 48, 6, 49], token_budget=150)
+    assert groups == [[1, 5, 3], [2, 4, 0]]

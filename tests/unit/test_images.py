@@ -1,0 +1,150 @@
+"""Image decoding is defensive and preprocessing equals torchvision's reference transform."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import struct
+import zlib
+
+import numpy as np
+import pytest
+import torch
+import torchvision
+from PIL import Image
+
+from batchkit.errors import InvalidImage, PayloadTooLarge
+from batchkit.images import decode_for_model, image_bytes, open_image, preprocess, to_rgb
+from tests.conftest import image_bytes as make_image
+
+IMAGENET = dict(resize_size=256, crop_size=224, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
+
+
+def decode(body: object, **overrides: object) -> torch.Tensor:
+    options = dict(IMAGENET, max_image_pixels=50_000_000, max_body_bytes=10_000_000)
+    options.update(overrides)
+    return decode_for_model(body, **options)
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP", "BMP", "GIF", "TIFF"])
+def test_every_supported_format_decodes_to_the_model_shape(fmt: str) -> None:
+    tensor = decode(make_image(fmt, size=(300, 200)))
+    assert tensor.shape == (3, 224, 224) and tensor.dtype == torch.float32
+
+
+@pytest.mark.parametrize(
+    ("mode", "color"),
+    [
+        ("RGBA", (255, 0, 0, 128)),
+        ("LA", (100, 200)),
+        ("P", 3),
+        ("CMYK", (0, 255, 255, 0)),
+        ("L", 128),
+        ("1", 1),
+        ("I;16", 40000),
+    ],
+)
+def test_any_mode_becomes_rgb(mode: str, color: object) -> None:
+    fmt = "TIFF" if mode in ("CMYK", "I;16") else "PNG"
+    if mode == "CMYK":
+        fmt = "JPEG"
+    image = open_image(make_image(fmt, size=(20, 10), mode=mode, color=color), 10_000)
+    rgb = to_rgb(image)
+    assert rgb.mode == "RGB" and rgb.size == (20, 10)
+
+
+def test_sixteen_bit_grayscale_keeps_its_brightness() -> None:
+    image = Image.new("I;16", (8, 8), 65535)
+    assert np.asarray(to_rgb(image)).min() == 255
+    image = Image.new("I;16", (8, 8), 32768)
+    assert abs(int(np.asarray(to_rgb(image))[0, 0, 0]) - 127) <= 1
+
+
+def test_transparent_pixels_are_composited_on_white() -> None:
+    transparent = Image.new("RGBA", (4, 4), (0, 0, 0, 0))
+    assert np.asarray(to_rgb(transparent)).min() == 255
+
+
+def test_exif_orientation_is_applied() -> None:
+    image = Image.new("RGB", (40, 20), "blue")
+    exif = image.getexif()
+    exif[0x0112] = 6  # rotate 90 degrees clockwise on display
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", exif=exif)
+    rgb = to_rgb(open_image(buffer.getvalue(), 10_000))
+    assert rgb.size == (20, 40)
+
+
+def test_base64_json_body_is_accepted_as_dict_or_raw_bytes() -> None:
+    encoded = base64.b64encode(make_image("PNG")).decode()
+    from_dict = decode({"image": encoded})
+    from_bytes = decode(json.dumps({"image": encoded}).encode())
+    assert torch.equal(from_dict, from_bytes)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b"", "empty request body"),
+        (b"hello, this is text", "not an image"),
+        ("a text body", "body is text"),
+        ({"img": "x"}, 'JSON body must be {"image"'),
+        ({"image": "***"}, "not valid base64"),
+        (b'{"image": 5', "not valid JSON"),
+        (12, "unsupported body"),
+    ],
+)
+def test_bad_bodies_get_a_400_that_says_why(body: object, expected: str) -> None:
+    with pytest.raises(InvalidImage) as raised:
+        decode(body)
+    assert raised.value.status == 400 and expected in raised.value.message
+
+
+def test_truncated_jpeg_is_rejected() -> None:
+    whole = make_image("JPEG", size=(256, 256), color="green")
+    with pytest.raises(InvalidImage) as raised:
+        decode(whole[: len(whole) // 2])
+    assert "truncated or corrupt" in raised.value.message
+
+
+def bomb_png(width: int, height: int) -> bytes:
+    """A valid PNG header claiming a huge canvas, with almost no data: a decompression bomb."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.mark.parametrize("side", [5_000, 100_000])
+def test_decompression_bomb_is_refused_with_413_before_decoding(side: int) -> None:
+    with pytest.raises(PayloadTooLarge) as raised:
+        decode(bomb_png(side, side), max_image_pixels=4_000_000)
+    assert raised.value.status == 413
+
+
+def test_oversized_body_is_refused_with_413() -> None:
+    with pytest.raises(PayloadTooLarge):
+        image_bytes(b"x" * 101, max_body_bytes=100)
+
+
+@pytest.mark.parametrize("size", [(500, 375), (224, 224), (97, 301), (1024, 50)])
+def test_preprocessing_equals_torchvision_reference_transforms(size: tuple[int, int]) -> None:
+    reference = torchvision.models.ResNet18_Weights.IMAGENET1K_V1.transforms()
+    rng = np.random.default_rng(sum(size))
+    image = Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
+    ours = preprocess(
+        image,
+        int(reference.resize_size[0]),
+        int(reference.crop_size[0]),
+        tuple(reference.mean),
+        tuple(reference.std),
+    )
+    assert torch.allclose(ours, reference(image), atol=1e-6)

@@ -1,0 +1,100 @@
+"""The ResNet handler on a tiny TorchScript model with a fake TorchServe context."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+import torch
+
+from resnet_handler import ResNetClassifierHandler
+from tests.conftest import TINY_LABELS, image_bytes
+
+
+@pytest.fixture
+def handler_and_context(tiny_image_model_dir, fake_context_factory):
+    model_dir, model_yaml = tiny_image_model_dir
+    context = fake_context_factory(model_dir, model_yaml, batch_size=4)
+    handler = ResNetClassifierHandler()
+    handler.initialize(context)
+    return handler, context
+
+
+def request(body: object) -> dict:
+    return {"body": body}
+
+
+def test_mixed_batch_answers_each_request_on_its_own(handler_and_context) -> None:
+    handler, context = handler_and_context
+    good_png = image_bytes("PNG", color="red")
+    good_jpeg = image_bytes("JPEG", color="blue", size=(64, 48))
+    data = [
+        request(good_png),
+        request(b""),
+        {"data": {"image": base64.b64encode(good_jpeg).decode()}},
+        request(b"not an image at all"),
+    ]
+    responses = handler.handle(data, context)
+
+    assert len(responses) == 4
+    assert [context.status(i) for i in range(4)] == [200, 400, 200, 400]
+    assert responses[1]["error"]["type"] == "invalid_image"
+    for index in (0, 2):
+        body = responses[index]
+        assert body["model"] == "tiny"
+        probabilities = [p["probability"] for p in body["predictions"]]
+        assert len(probabilities) == 2 and probabilities == sorted(probabilities, reverse=True)
+        assert all(p["label"] == TINY_LABELS[p["index"]] for p in body["predictions"])
+    assert all(context.content_types[i] == "application/json" for i in range(4))
+
+
+def test_batched_answers_equal_single_answers(handler_and_context) -> None:
+    handler, context = handler_and_context
+    images = [
+        image_bytes("PNG", color=color, size=(30 + 7 * i, 40))
+        for i, color in enumerate(["red", "green", "blue", "white"])
+    ]
+    batched = handler.handle([request(img) for img in images], context)
+    singles = [handler.handle([request(img)], context)[0] for img in images]
+    for together, alone in zip(batched, singles, strict=True):
+        for a, b in zip(together["predictions"], alone["predictions"], strict=True):
+            assert a["index"] == b["index"]
+            assert a["probability"] == pytest.approx(b["probability"], abs=1e-5)
+
+
+def test_metrics_are_emitted_per_batch(handler_and_context) -> None:
+    handler, context = handler_and_context
+    handler.handle([request(image_bytes()), request(b"")], context)
+    metrics = context.metrics.metrics
+    assert metrics["BatchSize"].values[-1] == (2.0, ["tiny", "Model"])
+    assert metrics["BatchFillRatio"].values[-1][0] == pytest.approx(50.0)
+    assert metrics["RejectedRequestsTotal"].values[-1][0] == 1.0
+    assert metrics["InferenceMs"].values and metrics["PreprocessMs"].values
+
+
+def test_inference_failure_is_reported_for_the_batch_and_the_handler_keeps_serving(
+    handler_and_context,
+) -> None:
+    handler, context = handler_and_context
+    working_model = handler.model
+
+    class Exploding(torch.nn.Module):
+        def forward(self, batch: torch.Tensor) -> torch.Tensor:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 1.00 GiB")
+
+    handler.model = Exploding()
+    failed = handler.handle([request(image_bytes()), request(image_bytes())], context)
+    assert [context.status(i) for i in range(2)] == [503, 503]
+    assert failed[0]["error"]["type"] == "resource_exhausted"
+
+    handler.model = working_model
+    context.statuses.clear()
+    recovered = handler.handle([request(image_bytes())], context)
+    assert context.status(0) == 200 and recovered[0]["predictions"]
+
+
+def test_initialize_rejects_a_config_with_unknown_keys(tiny_image_model_dir, fake_context_factory) -> None:
+    model_dir, model_yaml = tiny_image_model_dir
+    model_yaml["handler"]["resize"] = 3
+    with pytest.raises(ValueError, match="unknown keys"):
+        ResNetClassifierHandler().initialize(fake_context_factory(model_dir, model_yaml))
