@@ -22,7 +22,13 @@ import yaml
 
 from scripts import HANDLERS_DIR, REPO_ROOT, artifacts
 from scripts.manifest import DEFAULT_MANIFEST, Manifest, ModelSpec, load_manifest
-from scripts.properties import BATCH_KEYS, model_settings, read_properties
+from scripts.properties import (
+    BATCH_KEYS,
+    model_settings,
+    read_properties,
+    replace_entry,
+    update_model_settings,
+)
 
 DEFAULT_PROPERTIES = REPO_ROOT / "config.properties"
 MODEL_CONFIG_FILE = "model-config.yaml"
@@ -129,6 +135,45 @@ def package(
         f"{settings['maxWorkers']}, torchThreads={settings['torchThreads']})"
     )
     return mar_path
+
+
+def private_store(
+    directory: Path,
+    models: list[str],
+    changes: dict[str, dict[str, Any]] | None = None,
+    extra_properties: dict[str, str] | None = None,
+    source: Path = DEFAULT_PROPERTIES,
+    manifest: Manifest | None = None,
+) -> tuple[Path, Path]:
+    """A copy of config.properties with some models' settings changed, and a model store
+    with those models packaged to match (for benchmarks, the tuner and tests).
+
+    TorchServe lets the archive's model-config.yaml win over config.properties, so trying
+    other batch settings means repackaging: seconds, from the already exported artifacts.
+    Returns (properties path, model store).
+    """
+    repo = manifest or load_manifest()
+    directory.mkdir(parents=True, exist_ok=True)
+    properties = directory / "config.properties"
+    shutil.copy(source, properties)
+    metrics_config = read_properties(source).get("metrics_config")
+    if metrics_config and not Path(metrics_config).is_absolute():
+        shutil.copy(source.parent / metrics_config, directory / metrics_config)
+    store = directory / "model-store"
+    store.mkdir(exist_ok=True)
+    text = properties.read_text()
+    for key, value in {
+        "load_models": ",".join(f"{m}.mar" for m in models),
+        **(extra_properties or {}),
+    }.items():
+        text = replace_entry(text, key, f"{key}={value}\n")
+    properties.write_text(text)
+    for model, settings in (changes or {}).items():
+        update_model_settings(properties, model, settings)
+    private = Manifest(models=repo.models, build_dir=repo.build_dir, model_store=store)
+    for model in models:
+        package(repo.model(model), private, properties, force=True)
+    return properties, store
 
 
 def main(argv: list[str] | None = None) -> int:

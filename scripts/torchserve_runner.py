@@ -201,7 +201,8 @@ class TorchServe:
                 raise ServerError(f"TorchServe exited with {self.process.returncode}\n{self.log_tail()}")
             auth_off = self.properties.get("disable_token_authorization", "false").lower() == "true"
             if auth_off or self.key_file.exists():
-                with contextlib.suppress(requests.RequestException):
+                # the key file may exist but still be half written: try again next round
+                with contextlib.suppress(requests.RequestException, ValueError, KeyError):
                     pending = [m for m in pending if not self._model_ready(m)]
                 if not pending:
                     return
@@ -231,9 +232,7 @@ class TorchServe:
         pid = self.process.pid if self.process else _read_pid(self.run_dir / "launcher.pid")
         if pid is None:
             return
-        stop_process_group(pid, timeout)
-        if self.process is not None:
-            self.process.wait(timeout=5)
+        stop_process_group(pid, timeout, self.process)
         (self.run_dir / "launcher.pid").unlink(missing_ok=True)
         self.session.close()
 
@@ -245,7 +244,12 @@ def _read_pid(path: Path) -> int | None:
         return None
 
 
-def stop_process_group(pid: int, timeout: float = 30) -> None:
+def stop_process_group(pid: int, timeout: float = 30, process: subprocess.Popen[bytes] | None = None) -> None:
+    """SIGTERM the launcher's whole process group, SIGKILL what is left after ``timeout``.
+
+    When we started the launcher ourselves, it must be reaped (``poll``): an unreaped
+    zombie still counts as a member of the group and would make us wait the full timeout.
+    """
     try:
         group = os.getpgid(pid)
     except ProcessLookupError:
@@ -257,11 +261,13 @@ def stop_process_group(pid: int, timeout: float = 30) -> None:
             return
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
+            if process is not None:
+                process.poll()
             try:
                 os.killpg(group, 0)
             except ProcessLookupError:
                 return
-            time.sleep(0.2)
+            time.sleep(0.1)
 
 
 def start_instance(

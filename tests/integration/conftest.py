@@ -84,34 +84,8 @@ def configured_store(
     changes: dict[str, dict[str, Any]] | None = None,
     extra_properties: dict[str, str] | None = None,
 ) -> tuple[Path, Path]:
-    """A private config.properties (+ model store) with some models' settings changed.
+    """A private config.properties and model store with some models' settings changed
+    (see ``scripts.package.private_store``). Returns (properties, store)."""
+    from scripts.package import private_store
 
-    The archive's model-config.yaml wins over config.properties in TorchServe, so a test
-    that needs other batch settings must repackage: this copies config.properties, applies
-    ``changes`` and packages ``models`` from the already exported ``build/`` artifacts
-    into ``directory/model-store`` (seconds, no re-export). Returns (properties, store).
-    """
-    from scripts.manifest import Manifest
-    from scripts.package import package
-    from scripts.properties import replace_entry, update_model_settings
-
-    directory.mkdir(parents=True, exist_ok=True)
-    properties = directory / "config.properties"
-    shutil.copy(REPO_ROOT / "config.properties", properties)
-    shutil.copy(REPO_ROOT / "metrics.yaml", directory / "metrics.yaml")
-    store = directory / "model-store"
-    store.mkdir(exist_ok=True)
-    text = properties.read_text()
-    for key, value in {
-        "load_models": ",".join(f"{m}.mar" for m in models),
-        **(extra_properties or {}),
-    }.items():
-        text = replace_entry(text, key, f"{key}={value}\n")
-    properties.write_text(text)
-    for model, settings in (changes or {}).items():
-        update_model_settings(properties, model, settings)
-    repo = load_manifest()
-    manifest = Manifest(models=repo.models, build_dir=repo.build_dir, model_store=store)
-    for model in models:
-        package(repo.model(model), manifest, properties, force=True)
-    return properties, store
+    return private_store(directory, models, changes, extra_properties)
