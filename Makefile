@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed
 SERVE_DIR := .serve
 PYTEST_ARGS ?=
 
-.PHONY: help install java archive serve stop status check-config test test-unit \
+.PHONY: help install java archive serve stop status check-config test test-tools test-unit \
         test-integration bench bench-intent lint loadtest loadtest-ui sweep tune gpu-check clean
 
 help: ## List the commands
@@ -27,8 +27,9 @@ install: $(INSTALLED) java ## Create .venv with the pinned dependencies and chec
 java: ## Check Java 17 (installs it with apt-get when root)
 	@bash scripts/ensure_java.sh
 
-archive: $(INSTALLED) ## Export, verify and package every model into model-store/
+archive: $(INSTALLED) ## Export, verify and package every model into model-store/ (prints training reports)
 	$(PY) -m scripts.build
+	@for report in build/*/report.md; do if [ -f "$$report" ]; then echo; cat "$$report"; fi; done
 
 serve: install archive ## Build what is missing, start TorchServe in the background, wait for READY
 	$(PY) -m scripts.serve start --run-dir $(SERVE_DIR)
@@ -41,14 +42,19 @@ status: ## Show the models of the running server
 
 check-config: $(INSTALLED) ## Explain mistakes in config.properties and stale archives
 	$(PY) -m scripts.check_config
+	$(PY) -m deploy.container_config --check
 
-test: install archive ## Install what is needed and run the whole suite (unit + integration)
+test-tools: ## Chromium and Prometheus for the web-UI and scrape tests (apt-get when root)
+	@bash scripts/ensure_chromium.sh
+	@bash scripts/ensure_prometheus.sh
+
+test: install archive test-tools ## Install what is needed and run the whole suite (unit + integration)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-unit: $(INSTALLED) ## Fast unit tests only
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
-test-integration: install archive ## Integration tests against real TorchServe instances
+test-integration: install archive test-tools ## Integration tests against real TorchServe instances
 	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
 
 lint: $(INSTALLED) ## ruff
@@ -57,6 +63,39 @@ lint: $(INSTALLED) ## ruff
 
 bench: install archive ## Served vs in-process ResNet throughput under 16 clients
 	$(PY) -m scripts.bench_resnet
+
+bench-intent: install archive ## Intent handler vs the usual pad-to-128 handler under 16 clients (ARGS="--settings 2x1 --duration 30")
+	$(PY) -m scripts.bench_intent $(ARGS)
+
+sweep: $(INSTALLED) archive ## In-process batch-size sweep -> reports/sweep/ (options: ARGS="--max-batch 8 --iters 5")
+	$(PY) -m scripts.sweep $(ARGS)
+
+tune: install archive ## SLA-driven batchSize x maxBatchDelay x workers search through TorchServe -> reports/tune/ (QUICK=1 or ARGS=--quick; ARGS=--apply)
+	$(PY) -m scripts.tune $(if $(QUICK),--quick) $(ARGS)
+
+gpu-check: ## Sweep both models on a GPU (fp32/fp16/bf16) into reports/gpu-check/ (installs .venv if missing)
+	bash scripts/gpu_check.sh $(ARGS)
+
+# Load test against the server `make serve` started. CI-sized by default; the SLA profile is
+# LOADTEST_PROFILE, else $SLA_PROFILE, else sla.yaml's default (cpu). Override e.g.
+# `make loadtest LOADTEST_USERS=16 LOADTEST_TIME=2m LOADTEST_ARGS="--mode open --user-rate 5 --processes 2"`.
+LOADTEST_USERS ?= 8
+LOADTEST_RATE ?= 4
+LOADTEST_TIME ?= 30s
+LOADTEST_WARMUP ?= 5
+LOADTEST_PROFILE ?=
+LOADTEST_ARGS ?=
+LOADTEST_REPORTS := reports/loadtest
+LOCUST := $(VENV)/bin/locust -f loadtest/locustfile.py -u $(LOADTEST_USERS) -r $(LOADTEST_RATE) \
+          $(if $(LOADTEST_PROFILE),--sla-profile $(LOADTEST_PROFILE))
+
+loadtest: $(INSTALLED) ## Headless load test gated on loadtest/sla.yaml (exit 1 on a breach); reports in reports/loadtest/
+	@mkdir -p $(LOADTEST_REPORTS)
+	$(LOCUST) -t $(LOADTEST_TIME) --warmup $(LOADTEST_WARMUP) --headless --only-summary --csv $(LOADTEST_REPORTS)/locust --html $(LOADTEST_REPORTS)/locust.html \
+	  --sla-report $(LOADTEST_REPORTS)/sla.json $(LOADTEST_ARGS)
+
+loadtest-ui: $(INSTALLED) ## Locust web UI with a live "SLA gate" tab on http://127.0.0.1:8089
+	$(LOCUST) --web-host 127.0.0.1 --web-port 8089 $(LOADTEST_ARGS)
 
 clean: stop ## Remove build outputs (keeps .venv)
 	rm -rf build model-store/*.mar reports $(SERVE_DIR)

@@ -49,6 +49,9 @@ class TextModelConfig:
     oos_label: str = "oos"
     top_k: int = 5
     token_budget: int = 4096
+    # The fixed cost of one forward pass, in tokens: a batch whose lengths differ by more
+    # than this is split into length-sorted passes (0 = never split, only the budget).
+    pass_overhead_tokens: int = 0
     max_body_bytes: int = 64 * 1024
     torch_threads: int = 1
     warmup_batch_sizes: tuple[int, ...] = field(default_factory=lambda: (1,))

@@ -27,6 +27,10 @@ COUNTER_METRICS = {
     "PaddedTokensTotal": "count",
     "RealTokensTotal": "count",
 }
+# Observed once per request of the batch, so Prometheus quantiles are per request.
+HISTOGRAM_METRICS = {
+    "RequestHandlerSeconds": "s",
+}
 
 
 @dataclass
@@ -65,6 +69,14 @@ class BatchReport:
             values["PaddingEfficiency"] = self.padding_efficiency
         return values
 
+    @property
+    def handler_seconds(self) -> float:
+        return (self.preprocess_ms + self.inference_ms + self.postprocess_ms) / 1000.0
+
+    def histograms(self) -> dict[str, list[float]]:
+        """Observations per histogram: the batch's handler time, once per request in it."""
+        return {"RequestHandlerSeconds": [self.handler_seconds] * self.batch_size}
+
     def counters(self) -> dict[str, float]:
         values = {
             "BatchesTotal": 1.0,
@@ -96,3 +108,10 @@ def emit(metrics_cache: Any, model_name: str, report: BatchReport) -> None:
                 metric.add_or_update(value, dimension_values)
             except Exception:
                 logger.debug("metric %s not declared; skipped", name, exc_info=True)
+    for name, observations in report.histograms().items():
+        try:
+            metric = metrics_cache.get_metric(name, MetricTypes.HISTOGRAM)
+            for value in observations:
+                metric.add_or_update(value, dimension_values)
+        except Exception:  # metrics must never fail a batch
+            logger.debug("metric %s not declared; skipped", name, exc_info=True)

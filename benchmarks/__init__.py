@@ -1,0 +1,1 @@
+"""Reference handlers that benchmarks compare the toolkit's handlers against."""

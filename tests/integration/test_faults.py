@@ -1,0 +1,332 @@
+"""Faults against a real TorchServe: a killed worker, a batch that runs out of memory or
+fails unexpectedly, and expired keys under the health probe.
+
+The server must restart what died, answer every request (a clear 5xx JSON for the ones
+that were in flight, never a hang), keep serving the next requests, and let the probes
+tell Kubernetes the truth. Loads are bounded and stay on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from scripts import REPO_ROOT
+from scripts.manifest import Manifest, load_manifest
+from scripts.package import package
+from scripts.properties import update_model_settings
+from tests.conftest import image_bytes
+
+pytestmark = pytest.mark.slow
+
+MODEL = "resnet18"
+PROBE = REPO_ROOT / "deploy" / "probe.py"
+REPORTS = REPO_ROOT / "reports" / "production"
+
+
+def record(name: str, **figures: Any) -> None:
+    """Keep a test's measured figures: printed (see them with -s) and written to
+    reports/production/<name>.json, so CI keeps them even when output is captured."""
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    (REPORTS / f"{name}.json").write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+
+
+# ---------------------------------------------------------------- shared load driver
+@dataclass(frozen=True)
+class Outcome:
+    started: float  # time.monotonic()
+    finished: float
+    status: int  # -1: no HTTP answer (timeout, connection error)
+    body: str
+
+    @property
+    def seconds(self) -> float:
+        return self.finished - self.started
+
+
+class ClosedLoopLoad:
+    """``clients`` threads, each posting its next body as soon as the last answer came,
+    until the ``with`` block ends. Every request's outcome is kept, failures included."""
+
+    def __init__(
+        self,
+        server: Any,
+        model: str,
+        bodies: Sequence[bytes],
+        clients: int,
+        content_type: str = "image/png",
+        timeout: float = 90,
+    ) -> None:
+        self.url = f"{server.url('inference')}/predictions/{model}"
+        self.headers = {**server.headers("inference"), "Content-Type": content_type}
+        self.bodies = list(bodies)
+        self.timeout = timeout
+        self.outcomes: list[Outcome] = []
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._client, args=(i,), daemon=True) for i in range(clients)
+        ]
+
+    def _client(self, index: int) -> None:
+        session = requests.Session()
+        while not self._stop.is_set():
+            body = self.bodies[index % len(self.bodies)]
+            index += 1
+            started = time.monotonic()
+            try:
+                response = session.post(self.url, data=body, headers=self.headers, timeout=self.timeout)
+                status, text = response.status_code, response.text
+            except requests.RequestException as exc:
+                status, text = -1, repr(exc)
+            self.outcomes.append(Outcome(started, time.monotonic(), status, text))
+
+    def __enter__(self) -> ClosedLoopLoad:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=self.timeout + 5)
+
+
+def run_probe(server: Any, check: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """deploy/probe.py as kubelet runs it, pointed at this server's config and key file."""
+    command = [sys.executable, str(PROBE), check, *extra]
+    command += ["--config", str(server.properties_path), "--key-file", str(server.key_file)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=30)
+
+
+def worker_pids(server: Any, model: str = MODEL) -> list[int]:
+    return [worker["pid"] for worker in server.describe(model)[0]["workers"]]
+
+
+# ---------------------------------------------------------------- killed worker
+def test_killed_worker_is_restarted_and_only_in_flight_requests_fail(start_server, model_store) -> None:
+    server = start_server(model_store, [MODEL])
+    batch_size = server.describe(MODEL)[0]["batchSize"]
+    assert run_probe(server, "ready").returncode == 0
+    (victim,) = worker_pids(server)
+
+    with ClosedLoopLoad(server, MODEL, [image_bytes()], clients=8) as load:
+        time.sleep(2)
+        killed_at = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        unready = None
+        deadline = killed_at + 90
+        while True:
+            workers = server.describe(MODEL)[0]["workers"]
+            if unready is None and any(w["status"] != "READY" for w in workers):
+                unready = run_probe(server, "ready")  # as kubelet would, while the worker is down
+            if workers and all(w["status"] == "READY" and w["pid"] != victim for w in workers):
+                break
+            assert time.monotonic() < deadline, f"worker not restarted after 90 s: {workers}"
+            time.sleep(0.2)
+        ready_after = time.monotonic() - killed_at
+        time.sleep(2)  # later requests, on the new worker
+
+    outcomes = load.outcomes
+    failed = [o for o in outcomes if o.status != 200]
+    succeeded_after_kill = [o for o in outcomes if o.status == 200 and o.started > killed_at]
+    first_success = min(o.finished for o in succeeded_after_kill) - killed_at
+    slowest = max(o.seconds for o in outcomes)
+    print(
+        f"\n[faults] worker kill under load (8 clients, batchSize {batch_size}): {len(outcomes)} requests, "
+        f"{len(failed)} failed ({sorted({o.status for o in failed})}), worker READY again after "
+        f"{ready_after:.1f} s, first success after the kill at {first_success:.1f} s, slowest answer {slowest:.1f} s"
+    )
+    record(
+        "worker_kill",
+        requests=len(outcomes),
+        failed=len(failed),
+        failed_statuses=sorted({o.status for o in failed}),
+        worker_ready_after_s=round(ready_after, 2),
+        first_success_after_kill_s=round(first_success, 2),
+        slowest_answer_s=round(slowest, 2),
+    )
+    assert all(o.status != -1 for o in outcomes), "a request got no HTTP answer (hang or dropped connection)"
+    for outcome in failed:
+        assert 500 <= outcome.status < 600, outcome
+        assert "message" in json.loads(outcome.body), outcome.body  # TorchServe's JSON error
+        assert outcome.started <= killed_at + 0.5, f"a request sent after the kill failed: {outcome}"
+    assert 0 < len(failed) <= batch_size, "only the batch in flight on the killed worker may fail"
+    assert succeeded_after_kill, "no request succeeded after the restart"
+    assert unready is not None and unready.returncode == 1, "readiness must fail while the worker is down"
+    assert run_probe(server, "ready").returncode == 0
+    assert worker_pids(server)[0] != victim
+
+
+# ---------------------------------------------------------------- failing batches
+FAULTY_HANDLER = '''\
+"""The ResNet handler with batch failures on demand: the fault tests' only test double."""
+
+import torch
+
+from resnet_handler import ResNetClassifierHandler
+
+OOM_MARKER = b"INJECT-OOM"
+ERROR_MARKER = b"INJECT-ERROR"
+
+
+class FaultInjectingHandler(ResNetClassifierHandler):
+    """A marker body decodes to an impossible tensor; a batch holding one fails in infer()."""
+
+    def decode(self, body):
+        size = self.config.crop_size
+        if body == OOM_MARKER:
+            return torch.full((3, size, size), float("inf"))
+        if body == ERROR_MARKER:
+            return torch.full((3, size, size), float("-inf"))
+        return super().decode(body)
+
+    def infer(self, items):
+        batch = torch.stack(items)
+        if torch.isposinf(batch).any():
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (injected)")
+        if torch.isneginf(batch).any():
+            raise ValueError("injected unexpected failure")
+        return super().infer(items)
+'''
+
+
+def faulty_store(directory: Path, max_batch_delay_ms: int) -> tuple[Path, Path]:
+    """Package resnet18 with FaultInjectingHandler (the real batchkit and ResNet handler
+    inside), with config.properties' settings except the batch delay."""
+    repo = load_manifest()
+    spec = repo.model(MODEL)
+    artifacts = directory / "build" / MODEL
+    artifacts.mkdir(parents=True)
+    for path in spec.artifact_dir.iterdir():
+        if path.is_file():
+            (artifacts / path.name).symlink_to(path.resolve())
+    shutil.copy(spec.handler, artifacts / spec.handler.name)  # imported by the faulty handler
+    handler = directory / "faulty_handler.py"
+    handler.write_text(FAULTY_HANDLER)
+    properties = directory / "config.properties"
+    shutil.copy(REPO_ROOT / "config.properties", properties)
+    shutil.copy(REPO_ROOT / "metrics.yaml", directory / "metrics.yaml")
+    update_model_settings(properties, MODEL, {"maxBatchDelay": max_batch_delay_ms})
+    store = directory / "model-store"
+    faulty = dataclasses.replace(spec, handler=handler, build_dir=directory / "build")
+    package(
+        faulty,
+        Manifest(models={MODEL: faulty}, build_dir=faulty.build_dir, model_store=store),
+        properties,
+        force=True,
+    )
+    return properties, store
+
+
+def post_together(server: Any, bodies: Sequence[bytes]) -> list[requests.Response]:
+    """Send all bodies at the same moment, so they share one batch."""
+    barrier = threading.Barrier(len(bodies))
+    responses: list[requests.Response | None] = [None] * len(bodies)
+
+    def send(index: int) -> None:
+        barrier.wait()
+        responses[index] = server.predict(MODEL, bodies[index], "application/octet-stream", timeout=60)
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [response for response in responses if response is not None]
+
+
+def test_failing_batch_gets_a_json_5xx_and_the_worker_keeps_serving(
+    start_server, model_store, tmp_path
+) -> None:
+    # A long batch delay puts requests sent together into one batch.
+    properties, store = faulty_store(tmp_path, max_batch_delay_ms=500)
+    server = start_server(store, [MODEL], source=properties)
+    pids = worker_pids(server)
+    image = image_bytes()
+
+    oom = server.predict(MODEL, b"INJECT-OOM", "application/octet-stream")
+    assert oom.status_code == 503
+    assert oom.headers["Content-Type"].startswith("application/json")
+    assert oom.json()["error"]["type"] == "resource_exhausted"
+
+    crash = server.predict(MODEL, b"INJECT-ERROR", "application/octet-stream")
+    assert crash.status_code == 500
+    assert crash.json()["error"] == {
+        "type": "inference_failed",
+        "message": "ValueError: injected unexpected failure",
+    }
+
+    batch = post_together(server, [image, image, b"INJECT-OOM", image])
+    assert [r.status_code for r in batch] == [503] * 4, "every request of the failed batch gets the error"
+    assert {r.json()["error"]["type"] for r in batch} == {"resource_exhausted"}
+
+    after = post_together(server, [image] * 4)
+    assert [r.status_code for r in after] == [200] * 4
+    assert all(r.json()["predictions"] for r in after)
+    assert worker_pids(server) == pids, "the worker must survive failed batches, not be restarted"
+    print(
+        f"\n[faults] OOM batch -> 503 resource_exhausted, error -> 500 inference_failed; same worker pid {pids}"
+    )
+
+
+# ---------------------------------------------------------------- probes and keys
+# Keys must outlive the start (the runner waits for READY with the management key), then
+# expire within the test: 30 s.
+KEY_MINUTES = 0.5
+
+
+def test_probe_survives_key_expiry_with_the_container_config(start_server, model_store) -> None:
+    """The image's config (addresses swapped for free loopback ports by the runner) starts,
+    and the readiness probe keeps passing after TorchServe's keys expire."""
+    server = start_server(
+        model_store,
+        [MODEL],
+        source=REPO_ROOT / "deploy" / "config.container.properties",
+        overrides={
+            "metrics_config": str(REPO_ROOT / "metrics.yaml"),
+            "token_expiration_min": str(KEY_MINUTES),
+        },
+    )
+    keys_at_start = json.loads(server.key_file.read_text())
+    ready = run_probe(server, "ready")
+    assert ready.returncode == 0, ready.stderr
+    assert MODEL in ready.stdout
+    assert run_probe(server, "live").returncode == 0
+
+    expires = datetime.fromisoformat(keys_at_start["management"]["expiration time"])
+    time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 1)  # both keys have expired now
+    stale = requests.get(
+        f"{server.url('management')}/models", headers=server.headers("management"), timeout=10
+    )
+    assert stale.status_code == 400, "the management key should have expired"
+
+    ready = run_probe(server, "ready")
+    assert ready.returncode == 0, ready.stderr
+    keys_now = json.loads(server.key_file.read_text())
+    assert keys_now["management"]["key"] != keys_at_start["management"]["key"], (
+        "probe refreshes the expired key"
+    )
+    assert keys_now["inference"]["key"] == keys_at_start["inference"]["key"], "clients' key left alone"
+
+    printed = run_probe(server, "key", "inference")
+    assert printed.returncode == 0
+    fresh = printed.stdout.strip()
+    answer = requests.get(
+        f"{server.url('inference')}/ping", headers={"Authorization": f"Bearer {fresh}"}, timeout=10
+    )
+    assert answer.status_code == 200

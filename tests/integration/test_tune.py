@@ -1,0 +1,75 @@
+"""`make tune QUICK=1` end to end: real TorchServe instances, real load, real reports."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from loadtest.sla import Sla
+from scripts import REPO_ROOT
+from scripts.batch_analysis import select_configuration
+from scripts.properties import model_settings, read_properties
+from scripts.tune import read_points_csv
+
+pytestmark = pytest.mark.slow
+
+# Generous targets: this test checks the tuner's machinery, not this machine's speed (the
+# selection rules are unit-tested on known numbers).
+LENIENT = {"p50_ms": 5000, "p95_ms": 10000, "p99_ms": 20000, "max_error_rate": 0.05, "min_throughput_rps": 1}
+
+
+def test_make_tune_quick_measures_reports_and_applies_the_winner(model_store: Path, tmp_path: Path) -> None:
+    assert (model_store / "resnet18.mar").exists()
+    sla_file = tmp_path / "sla.yaml"
+    sla_file.write_text(
+        yaml.safe_dump({"default_profile": "lenient", "profiles": {"lenient": {"resnet18": LENIENT}}})
+    )
+    properties = tmp_path / "config.properties"
+    shutil.copy(REPO_ROOT / "config.properties", properties)
+    out = tmp_path / "tune"
+    args = f"--model resnet18 --sla-file {sla_file} --out {out} --apply {properties}"
+    command = ["make", "--no-print-directory", "-o", "archive", "tune", "QUICK=1", f"ARGS={args}"]
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
+
+    points = read_points_csv(out / "resnet18.csv")
+    assert 2 <= len(points) <= 3
+    assert [p.batch_size for p in points] == [1, 4, 8][: len(points)]
+    assert all(p.failure is None and p.requests > 20 and p.throughput_rps > 0 for p in points)
+    assert all(p.p50_ms <= p.p95_ms <= p.p99_ms for p in points)
+    by_batch = {p.batch_size: p for p in points}
+    # TorchServe's counters: batch size 1 forms batches of 1; at 8 in flight, batch 4 really batches.
+    # (Each scrape may catch one batch between its two counters' updates: +-1 request per edge.)
+    assert by_batch[1].mean_batch_size == pytest.approx(1.0, abs=0.05)
+    assert by_batch[4].mean_batch_size is not None and by_batch[4].mean_batch_size > 1.5
+
+    rows = (out / "resnet18.csv").read_text().splitlines()
+    assert sum(line.count(",True,") for line in rows[1:]) >= 1  # meets_sla column
+    selection = select_configuration(points, Sla(model="resnet18", profile="lenient", **LENIENT))
+    winner = selection.winner
+    assert winner is not None and all(v.meets_sla for v in selection.verdicts)
+    summary = (out / "summary.md").read_text()
+    assert f"{winner.label} wins with {winner.throughput_rps:.1f} rps" in summary
+    assert "the throughput of the best batch-size-1 configuration meeting the same SLA" in summary
+    assert "lost" in result.stdout and "WINNER" in result.stdout
+
+    image = np.asarray(Image.open(out / "resnet18.png").convert("L"))
+    assert image.shape == (600, 900) and image.std() > 10
+
+    applied = model_settings(read_properties(properties))["resnet18"]
+    assert (applied["batchSize"], applied["maxBatchDelay"], applied["maxWorkers"]) == (
+        winner.batch_size,
+        winner.max_batch_delay_ms,
+        winner.workers,
+    )
+    original = (REPO_ROOT / "config.properties").read_text()
+    assert [line for line in original.splitlines() if line.startswith("#")] == [
+        line for line in properties.read_text().splitlines() if line.startswith("#")
+    ]
+    assert f'"batchSize": {winner.batch_size}' in (out / "recommended.properties").read_text()
