@@ -21,7 +21,7 @@ from batchkit.text import (
     tokenize,
 )
 
-WARMUP_WORDS = "how long until my replacement card arrives in the mail after i reported it lost".split()  # noqa: SIM905
+WARMUP_TEXT = "how long until my replacement card arrives in the mail after i reported it lost"
 
 
 class IntentClassifierHandler(BatchHandler[TextModelConfig]):
@@ -91,4 +91,5 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
 
     def warmup_items(self, count: int) -> list[str]:
         """Texts of spread-out lengths, so warm-up runs more than one shape."""
-        return [" ".join(WARMUP_WORDS[: 1 + (i * 4) % len(WARMUP_WORDS)]) for i in range(count)]
+        words = WARMUP_TEXT.split()
+        return [" ".join(words[: 1 + (i * 4) % len(words)]) for i in range(count)]

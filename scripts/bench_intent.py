@@ -22,29 +22,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import json
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from scripts import REPO_ROOT, artifacts
-from scripts.manifest import DEFAULT_MANIFEST, ModelSpec, load_manifest
-from scripts.package import (
-    DEFAULT_PROPERTIES,
-    MODEL_CONFIG_FILE,
-    archive_settings,
-    model_config,
-    stage_extra_files,
-)
+from scripts.manifest import DEFAULT_MANIFEST, Manifest, ModelSpec, load_manifest
+from scripts.package import DEFAULT_PROPERTIES, archive_settings, private_store
 from scripts.torchserve_runner import start_instance
 from scripts.train_intent import read_csv_examples
 
@@ -70,28 +62,24 @@ class RunResult:
 
 
 # ---- archives ------------------------------------------------------------------------
-def build_archive(spec: ModelSpec, handler: Path, store: Path, settings: dict[str, int]) -> Path:
-    """``store/bert_intent.mar`` with ``handler``, the exported model and these batch settings."""
-    staging = store.parent / f"staging-{store.name}"
-    stage_extra_files(spec, staging)
-    config = model_config(spec, settings)
-    config_path = store.parent / f"{store.name}-{MODEL_CONFIG_FILE}"
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    store.mkdir(parents=True, exist_ok=True)
-    command = [
-        str(Path(sys.executable).parent / "torch-model-archiver"),
-        "--model-name", MODEL,
-        "--version", spec.version,
-        "--serialized-file", str(spec.artifact_dir / artifacts.MODEL_FILE),
-        "--handler", str(handler),
-        "--extra-files", str(staging),
-        "--config-file", str(config_path),
-        "--export-path", str(store),
-        "--force",
-    ]  # fmt: skip
-    subprocess.run(command, check=True, capture_output=True)
-    shutil.rmtree(staging)
-    return store / f"{MODEL}.mar"
+def archive_for(
+    spec: ModelSpec,
+    manifest: Manifest,
+    handler: Path,
+    directory: Path,
+    properties: Path,
+    workers: int,
+    threads: int,
+) -> tuple[Path, Path]:
+    """A private config.properties and model store whose bert_intent.mar uses ``handler``."""
+    variant = Manifest(
+        models={MODEL: replace(spec, handler=handler)},
+        build_dir=manifest.build_dir,
+        model_store=manifest.model_store,
+    )
+    changes = {MODEL: {"minWorkers": workers, "maxWorkers": workers, "torchThreads": threads}}
+    with contextlib.redirect_stdout(io.StringIO()):  # packaging chatter
+        return private_store(directory, [MODEL], changes, source=properties, manifest=variant)
 
 
 # ---- load client ---------------------------------------------------------------------
@@ -187,6 +175,7 @@ async def drive(
 # ---- one run ---------------------------------------------------------------------------
 def run_one(
     name: str,
+    properties: Path,
     store: Path,
     run_dir: Path,
     settings: dict[str, int],
@@ -195,14 +184,7 @@ def run_one(
     warmup: float,
     duration: float,
 ) -> RunResult:
-    server = start_instance(
-        run_dir,
-        store,
-        [MODEL],
-        model_overrides={
-            MODEL: {key: settings[key] for key in ("minWorkers", "maxWorkers", "batchSize", "maxBatchDelay")}
-        },
-    )
+    server = start_instance(run_dir, store, [MODEL], source=properties)
     try:
         latencies, errors = asyncio.run(
             drive(server.url("inference"), server.token("inference"), texts, clients, warmup, duration)
@@ -248,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
     parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES)
     parser.add_argument(
-        "--settings", default="2x1,1x2", help="comma-separated WORKERSxTHREADS (default 2x1,1x2)"
+        "--settings", default="1x1,2x1,1x2", help="comma-separated WORKERSxTHREADS (default 1x1,2x1,1x2)"
     )
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--duration", type=float, default=20.0, help="measured seconds per run")
@@ -256,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--handlers", default="ours,usual", help="which to run: ours,usual")
     parser.add_argument("--report", type=Path, default=REPORT_PATH)
     args = parser.parse_args(argv)
-    spec = load_manifest(args.manifest).model(MODEL)
+    manifest = load_manifest(args.manifest)
+    spec = manifest.model(MODEL)
     if not (spec.artifact_dir / artifacts.MODEL_FILE).exists():
         print(f"[bench] no exported model in {spec.artifact_dir}: run `make archive` first", file=sys.stderr)
         return 1
@@ -280,16 +263,24 @@ def main(argv: list[str] | None = None) -> int:
             }
             for name in chosen:
                 root = Path(temp) / f"{name}-{workers}x{threads}"
-                store = root / "store"
-                root.mkdir(parents=True)
-                build_archive(spec, handlers[name], store, settings)
+                properties, store = archive_for(
+                    spec, manifest, handlers[name], root, args.properties, workers, threads
+                )
                 print(
                     f"[bench] {name}: {workers} worker(s) x {threads} thread(s), batchSize {settings['batchSize']}, "
                     f"maxBatchDelay {settings['maxBatchDelay']} ms ...",
                     flush=True,
                 )
                 result = run_one(
-                    name, store, root / "run", settings, texts, args.clients, args.warmup, args.duration
+                    name,
+                    properties,
+                    store,
+                    root / "run",
+                    settings,
+                    texts,
+                    args.clients,
+                    args.warmup,
+                    args.duration,
                 )
                 print(
                     f"[bench]   {result.throughput_rps:.1f} req/s, p50 {result.p50_ms} ms, p99 {result.p99_ms} ms, {result.errors} errors",

@@ -4,7 +4,8 @@
 archive``). The build fails (an exception, non-zero exit) when the model misses the
 quality gates on the test split or when the TorchScript model does not match the eager
 one, at several batch sizes and lengths, and a padded row does not match the same text
-alone, within the manifest's ``verify.atol``. Writes into ``build/bert_intent/``:
+alone, within the manifest's ``verify.atol``, or when the traced code names a device (it
+must follow ``map_location`` onto the worker's GPU). Writes into ``build/bert_intent/``:
 ``model.pt``, ``labels.json``, ``handler_config.json``, ``build_info.json``,
 ``tokenizer/`` and the training report (``report.json``, ``report.md``).
 

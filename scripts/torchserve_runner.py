@@ -244,6 +244,15 @@ def _read_pid(path: Path) -> int | None:
         return None
 
 
+def _reap(pid: int, process: subprocess.Popen[bytes] | None) -> None:
+    """Collect the launcher's exit status if it is our child, so it stops being a zombie."""
+    if process is not None:
+        process.poll()
+        return
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
 def stop_process_group(pid: int, timeout: float = 30, process: subprocess.Popen[bytes] | None = None) -> None:
     """SIGTERM the launcher's whole process group, SIGKILL what is left after ``timeout``.
 
@@ -261,8 +270,7 @@ def stop_process_group(pid: int, timeout: float = 30, process: subprocess.Popen[
             return
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if process is not None:
-                process.poll()
+            _reap(pid, process)
             try:
                 os.killpg(group, 0)
             except ProcessLookupError:

@@ -138,9 +138,10 @@ def check_data(data: IntentData, oos_label: str) -> None:
     if not any(label == oos_label for _, label in data.validation):
         raise TrainingError(f"the validation split needs {oos_label!r} examples to calibrate the threshold")
     seen = {text.lower() for text, _ in data.train}
-    leaked = [text for text, _ in data.test if text.lower() in seen]
-    if leaked:
-        raise TrainingError(f"{len(leaked)} test texts are also in train, e.g. {leaked[:3]}")
+    for name, split in (("validation", data.validation), ("test", data.test)):
+        leaked = [text for text, _ in split if text.lower() in seen]
+        if leaked:
+            raise TrainingError(f"{len(leaked)} {name} texts are also in train, e.g. {leaked[:3]}")
 
 
 def _relative(path: Path) -> Path:
