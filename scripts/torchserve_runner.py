@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -160,6 +161,40 @@ class TorchServe:
         response = self.session.get(f"{self.url('metrics')}/metrics", timeout=10)
         response.raise_for_status()
         return response.text
+
+    def model_counters(self, model: str, names: list[str]) -> dict[str, float]:
+        """Each named Prometheus metric for ``model``, summed over its other labels (0 if absent)."""
+        text = self.metrics_text()
+        values = {}
+        for name in names:
+            pattern = rf'^{re.escape(name)}\{{[^}}]*ModelName="{re.escape(model)}"[^}}]*\}} (\S+)$'
+            values[name] = sum(float(v) for v in re.findall(pattern, text, flags=re.MULTILINE))
+        return values
+
+    def settled_counters(
+        self,
+        model: str,
+        names: list[str],
+        at_least: dict[str, float] | None = None,
+        quiet_s: float = 0.5,
+        timeout: float = 30,
+    ) -> dict[str, float]:
+        """Counters once the frontend has caught up with the worker.
+
+        The worker prints its metric lines to stdout and the frontend parses them on its own
+        thread, so a response can reach the client before its batch is counted. Scrape until
+        every ``at_least`` floor is reached and nothing has moved for ``quiet_s``.
+        """
+        floors = at_least or {}
+        deadline = time.monotonic() + timeout
+        last = self.model_counters(model, names)
+        while True:
+            time.sleep(quiet_s)
+            current = self.model_counters(model, names)
+            reached = all(current.get(name, 0.0) >= floor for name, floor in floors.items())
+            if (current == last and reached) or time.monotonic() > deadline:
+                return current
+            last = current
 
     # ---- lifecycle ----------------------------------------------------------------
     def start(self, models: list[str], timeout: float = 180) -> None:

@@ -45,11 +45,6 @@ def burst(server: TorchServe, requests_: list[tuple[bytes | str, str]]) -> list[
         return list(pool.map(lambda item: predict(server, *item), requests_))
 
 
-def counter(metrics_text: str, name: str) -> float:
-    pattern = rf'^{name}\{{[^}}]*ModelName="{MODEL}"[^}}]*\}} ([0-9.eE+-]+)$'
-    return sum(float(value) for value in re.findall(pattern, metrics_text, flags=re.MULTILINE))
-
-
 @pytest.mark.parametrize(
     ("text", "intent"),
     [
@@ -88,8 +83,12 @@ def test_mixed_batch_answers_each_request_in_order_like_alone(batching_server: T
         "what's the apr on my visa",
         LONG_TEXT,
     ]
+    counted = ["BatchedRequestsTotal", "BatchesTotal"]
+    start = batching_server.settled_counters(MODEL, counted)
     alone = [predict(batching_server, text).json() for text in good]
-    before = batching_server.metrics_text()
+    before = batching_server.settled_counters(
+        MODEL, counted, at_least={"BatchedRequestsTotal": start["BatchedRequestsTotal"] + len(good)}
+    )
     batch = [
         (good[0], TEXT),
         ("   ", TEXT),
@@ -113,12 +112,15 @@ def test_mixed_batch_answers_each_request_in_order_like_alone(batching_server: T
             assert a["probability"] == pytest.approx(b["probability"], abs=1e-4)
     assert served[-1]["truncated"] is True and served[-1]["intent"] == "card_declined"
     # The burst really was batched: fewer batches than requests since the last scrape.
-    after = batching_server.metrics_text()
-    requests_ = counter(after, "BatchedRequestsTotal") - counter(before, "BatchedRequestsTotal")
-    batches = counter(after, "BatchesTotal") - counter(before, "BatchesTotal")
+    after = batching_server.settled_counters(
+        MODEL, counted, at_least={"BatchedRequestsTotal": before["BatchedRequestsTotal"] + len(batch)}
+    )
+    requests_ = after["BatchedRequestsTotal"] - before["BatchedRequestsTotal"]
+    batches = after["BatchesTotal"] - before["BatchesTotal"]
     assert requests_ == len(batch)
     assert batches < requests_
-    assert re.search(rf'^PaddingEfficiency\{{[^}}]*ModelName="{MODEL}"', after, flags=re.MULTILINE)
+    metrics = batching_server.metrics_text()
+    assert re.search(rf'^PaddingEfficiency\{{[^}}]*ModelName="{MODEL}"', metrics, flags=re.MULTILINE)
 
 
 def test_many_concurrent_requests_keep_their_own_answers(batching_server: TorchServe) -> None:

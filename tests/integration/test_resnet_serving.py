@@ -46,14 +46,7 @@ def assert_schema(body: dict) -> None:
     assert probabilities == sorted(probabilities, reverse=True)
 
 
-def batch_counters(server: TorchServe) -> tuple[float, float]:
-    text = server.metrics_text()
-
-    def value(name: str) -> float:
-        match = re.search(rf'^{name}\{{ModelName="{MODEL}".*\}} ([0-9.eE+-]+)$', text, re.MULTILINE)
-        return float(match.group(1)) if match else 0.0
-
-    return value("BatchedRequestsTotal"), value("BatchesTotal")
+COUNTED = ["BatchedRequestsTotal", "BatchesTotal"]
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +62,7 @@ def test_sixteen_concurrent_clients_get_their_own_answers_in_batches(default_ser
         response = default_server.predict(MODEL, payload)
         assert response.status_code == 200, response.text
         alone.append(response.json())
-    requests_before, batches_before = batch_counters(default_server)
+    before = default_server.settled_counters(MODEL, COUNTED)
 
     def client(index: int) -> list[tuple[int, dict]]:
         session = requests.Session()
@@ -96,8 +89,11 @@ def test_sixteen_concurrent_clients_get_their_own_answers_in_batches(default_ser
         assert [p["index"] for p in body["predictions"]] == [p["index"] for p in expected]
         for got, want in zip(body["predictions"], expected, strict=True):
             assert got["probability"] == pytest.approx(want["probability"], abs=1e-4)
-    requests_after, batches_after = batch_counters(default_server)
-    served, batches = requests_after - requests_before, batches_after - batches_before
+    after = default_server.settled_counters(
+        MODEL, COUNTED, at_least={"BatchedRequestsTotal": before["BatchedRequestsTotal"] + 64}
+    )
+    served = after["BatchedRequestsTotal"] - before["BatchedRequestsTotal"]
+    batches = after["BatchesTotal"] - before["BatchesTotal"]
     assert served == 64
     mean_batch = served / batches
     print(f"\n64 requests from 16 clients ran in {batches:.0f} batches (mean batch size {mean_batch:.2f})")
@@ -148,10 +144,12 @@ def test_bad_requests_in_a_batch_fail_alone(slow_batching_server: TorchServe) ->
         digit_png(9, 32),
         digit_png(4, 80, fmt="WEBP"),
     ]
-    requests_before, batches_before = batch_counters(slow_batching_server)
+    before = slow_batching_server.settled_counters(MODEL, COUNTED)
     with ThreadPoolExecutor(max_workers=len(bodies)) as pool:
         responses = list(pool.map(lambda body: slow_batching_server.predict(MODEL, body), bodies))
-    requests_after, batches_after = batch_counters(slow_batching_server)
+    after = slow_batching_server.settled_counters(
+        MODEL, COUNTED, at_least={"BatchedRequestsTotal": before["BatchedRequestsTotal"] + len(bodies)}
+    )
 
     statuses = [r.status_code for r in responses]
     assert statuses == [200, 400, 400, 200, 400, 413, 200, 200]
@@ -163,8 +161,10 @@ def test_bad_requests_in_a_batch_fail_alone(slow_batching_server: TorchServe) ->
             error = response.json()["error"]
             assert error["type"] in {"invalid_image", "payload_too_large"} and error["message"]
     assert responses[5].json()["error"]["type"] == "payload_too_large"
-    assert requests_after - requests_before == 8
-    assert batches_after - batches_before <= 2, "the mixed requests should have shared a batch"
+    assert after["BatchedRequestsTotal"] - before["BatchedRequestsTotal"] == 8
+    assert after["BatchesTotal"] - before["BatchesTotal"] <= 2, (
+        "the mixed requests should have shared a batch"
+    )
 
 
 def test_editing_batch_size_and_serving_again_changes_the_live_setting(tmp_path: Path) -> None:
