@@ -10,6 +10,7 @@ import torch
 from batchkit.config import ImageModelConfig
 from batchkit.handler_base import BatchHandler
 from batchkit.images import decode_for_model
+from batchkit.runtime import load_torchscript
 
 
 class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
@@ -19,8 +20,17 @@ class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
 
     def load(self) -> None:
         config = self.config
-        self.model = torch.jit.load(str(self.model_dir / config.model_file), map_location=self.device)
-        self.model.eval()
+        # Seeded, so every worker checks its optimized module on the same input.
+        check_input = torch.randn(
+            2, 3, config.crop_size, config.crop_size, generator=torch.Generator().manual_seed(0)
+        )
+        self.model = load_torchscript(
+            self.model_dir / config.model_file,
+            self.device,
+            optimize=config.optimize,
+            check_input=check_input,
+            atol=config.optimize_atol,
+        )
         self.labels: list[str] = json.loads((self.model_dir / config.labels_file).read_text())
         self.top_k = min(config.top_k, len(self.labels))
 

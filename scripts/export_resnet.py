@@ -23,6 +23,7 @@ import torch
 import torchvision
 from PIL import Image
 
+from batchkit.runtime import optimize_for_serving
 from scripts import artifacts
 from scripts.manifest import DEFAULT_MANIFEST, ModelSpec, load_manifest
 
@@ -279,22 +280,33 @@ def resolve_weights(spec: ModelSpec, weights_path: Path | None, labels_path: Pat
 
 
 def verify(
-    resolved: ResolvedWeights, scripted: torch.jit.ScriptModule, atol: float, batch_sizes: list[int]
+    resolved: ResolvedWeights,
+    scripted: torch.jit.ScriptModule,
+    atol: float,
+    batch_sizes: list[int],
+    optimized: torch.jit.ScriptModule | None = None,
 ) -> dict[str, float]:
-    """Scripted vs eager, and batch N vs N single runs; raise ExportError beyond atol."""
-    torch.manual_seed(1234)
+    """Scripted vs eager, batch N vs N single runs, and the module workers will run
+    (frozen and optimized) vs the reference; raise ExportError beyond atol."""
     largest = max(batch_sizes)
-    inputs = torch.randn(largest, 3, resolved.crop_size, resolved.crop_size)
+    seeded = torch.Generator().manual_seed(1234)  # same inputs every build, global RNG untouched
+    inputs = torch.randn(largest, 3, resolved.crop_size, resolved.crop_size, generator=seeded)
     report: dict[str, float] = {}
     with torch.inference_mode():
         singles = torch.cat([scripted(inputs[i : i + 1]) for i in range(largest)])
+        reference = scripted(inputs)
         if resolved.model is not None:
-            eager = resolved.model(inputs)
-            report["max_abs_diff_scripted_vs_eager"] = float((eager - scripted(inputs)).abs().max())
+            reference = resolved.model(inputs)
+            report["max_abs_diff_scripted_vs_eager"] = float((reference - scripted(inputs)).abs().max())
         for size in batch_sizes:
             batched = scripted(inputs[:size])
             report[f"max_abs_diff_batch{size}_vs_single"] = float((batched - singles[:size]).abs().max())
-    failures = {k: v for k, v in report.items() if v > atol}
+        if optimized is not None:
+            for size in batch_sizes:
+                report[f"max_abs_diff_optimized_batch{size}_vs_reference"] = float(
+                    (optimized(inputs[:size]) - reference[:size]).abs().max()
+                )
+    failures = {k: v for k, v in report.items() if not v <= atol}
     for key, value in report.items():
         print(f"[export] verify {key}: {value:.2e} ({'FAIL' if key in failures else 'ok'}, atol {atol:g})")
     if failures:
@@ -310,11 +322,14 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
         warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what TorchServe loads
         scripted = resolved.scripted or torch.jit.script(resolved.model)
     verify_settings = settings.get("verify") or {}
+    atol = float(verify_settings.get("atol", 1e-4))
+    optimize = bool(settings.get("optimize", True))
     report = verify(
         resolved,
         scripted,
-        float(verify_settings.get("atol", 1e-4)),
+        atol,
         [int(b) for b in verify_settings.get("batch_sizes", [1, 4])],
+        optimized=optimize_for_serving(scripted) if optimize else None,
     )
     out = spec.artifact_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -334,6 +349,8 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
         "max_image_pixels": int(settings.get("max_image_pixels", 40_000_000)),
         "max_body_bytes": int(settings.get("max_body_bytes", 20 * 1024 * 1024)),
         "warmup_batch_sizes": list(settings.get("warmup_batch_sizes", [1])),
+        "optimize": optimize,
+        "optimize_atol": atol,
     }
     artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, handler_config)
     artifacts.write_json(

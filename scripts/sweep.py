@@ -40,6 +40,7 @@ from typing import Any
 import psutil
 import torch
 
+from batchkit.runtime import load_torchscript, optimize_for_serving
 from loadtest.gate import percentile
 from loadtest.sla import SlaError, load_sla
 from scripts import REPO_ROOT, artifacts
@@ -175,10 +176,11 @@ def image_scenario(handler: dict[str, Any], pool_size: int = POOL_SIZE) -> Scena
 
 def archive_image_target(name: str, artifact_dir: Path) -> Target:
     handler = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
-    module = torch.jit.load(
-        str(artifact_dir / handler.get("model_file", artifacts.MODEL_FILE)), map_location="cpu"
+    optimize = bool(handler.get("optimize", False))
+    module = load_torchscript(  # as the worker loads it
+        artifact_dir / handler.get("model_file", artifacts.MODEL_FILE), torch.device("cpu"), optimize=optimize
     )
-    weights = handler.get("weights", "weights not recorded")
+    weights = handler.get("weights", "weights not recorded") + (", frozen + optimized" if optimize else "")
     return Target(
         name=name,
         sla_model=name,
@@ -208,8 +210,9 @@ def imagenet_resnet_target() -> Target:
         name=IMAGENET_TARGET,
         sla_model="resnet18",
         description="torchvision resnet18, ImageNet shape (1000 classes), RANDOM weights - timing only; "
-        "TorchScript via torch.jit.script; 224x224 with the production preprocessing",
-        module=torch.jit.script(model),
+        "TorchScript via torch.jit.script, frozen + optimized as workers run it; 224x224 with the "
+        "production preprocessing",
+        module=optimize_for_serving(torch.jit.script(model)),
         scenarios=[image_scenario(handler)],
     )
 

@@ -33,6 +33,10 @@ class ImageModelConfig:
     max_body_bytes: int = 20 * 1024 * 1024
     torch_threads: int = 1
     warmup_batch_sizes: tuple[int, ...] = field(default_factory=lambda: (1,))
+    # Freeze + optimize_for_inference at load time (checked against the plain module
+    # within optimize_atol; the worker falls back to the plain module otherwise).
+    optimize: bool = True
+    optimize_atol: float = 1e-4
 
 
 @dataclass(frozen=True)

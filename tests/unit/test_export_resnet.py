@@ -10,6 +10,7 @@ import pytest
 import torch
 import torchvision
 
+from batchkit.runtime import optimize_for_serving
 from scripts import artifacts
 from scripts.export_resnet import (
     ExportError,
@@ -86,3 +87,21 @@ def test_verification_fails_when_scripted_differs_from_eager(tmp_path: Path, spe
         verify(resolved, other, atol=1e-4, batch_sizes=[1, 2])
     report = verify(resolved, torch.jit.script(model), atol=1e-4, batch_sizes=[1, 2])
     assert report["max_abs_diff_scripted_vs_eager"] <= 1e-4
+
+
+def test_verification_covers_the_module_workers_will_run(tmp_path: Path, spec) -> None:
+    torch.manual_seed(3)
+    model = torchvision.models.resnet18(num_classes=2).eval()
+    torch.save(model.state_dict(), tmp_path / "w.pth")
+    (tmp_path / "l.txt").write_text("a\nb\n")
+    resolved = load_user_weights(tmp_path / "w.pth", tmp_path / "l.txt", "resnet18", spec.settings)
+    resolved.crop_size = 64
+    scripted = torch.jit.script(model)
+    report = verify(
+        resolved, scripted, atol=1e-4, batch_sizes=[1, 2], optimized=optimize_for_serving(scripted)
+    )
+    assert report["max_abs_diff_optimized_batch2_vs_reference"] <= 1e-4
+    torch.manual_seed(7)  # another network of the same shape
+    stranger = optimize_for_serving(torch.jit.script(torchvision.models.resnet18(num_classes=2).eval()))
+    with pytest.raises(ExportError, match="optimized_batch1"):
+        verify(resolved, scripted, atol=1e-4, batch_sizes=[1, 2], optimized=stranger)
