@@ -28,6 +28,7 @@ import torch
 import torchvision
 from PIL import Image
 
+from batchkit.config import ImageModelConfig
 from batchkit.runtime import load_torchscript
 from scripts import artifacts
 from scripts.http_load import closed_loop
@@ -115,7 +116,9 @@ def bench(
         server.stop()
     threads = settings["maxWorkers"] * settings["torchThreads"]
     optimize = bool(
-        artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE).get("optimize", True)
+        artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE).get(
+            "optimize", ImageModelConfig.optimize
+        )
     )
     seconds = min(args.duration, 10)
     in_process = in_process_throughput(spec, settings["batchSize"], threads, seconds, optimize)

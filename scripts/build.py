@@ -36,23 +36,19 @@ def export_inputs(spec: ModelSpec, root: Path) -> dict[str, Any]:
 
     The handler file is left out: packaging copies it, so handler edits need no re-export.
     """
+    entry = {key: value for key, value in spec.settings.items() if key != "handler"}
     files: dict[str, str] = {}
 
-    def visit(value: Any, key: str) -> None:
-        if isinstance(value, dict):
-            for child_key, child in value.items():
-                if child_key != "handler":
-                    visit(child, child_key)
-        elif isinstance(value, list):
-            for child in value:
-                visit(child, key)
+    def visit(value: Any) -> None:
+        if isinstance(value, dict | list):
+            for child in value.values() if isinstance(value, dict) else value:
+                visit(child)
         elif isinstance(value, str) and value:
             path = Path(value) if Path(value).is_absolute() else root / value
             if path.is_file():
                 files[value] = artifacts.file_digest(path)
 
-    visit(spec.settings, "")
-    entry = {key: value for key, value in spec.settings.items() if key != "handler"}
+    visit(entry)
     return {"manifest_entry": json.loads(json.dumps(entry, default=str)), "files": files}
 
 

@@ -40,7 +40,8 @@ from typing import Any
 import psutil
 import torch
 
-from batchkit.runtime import load_torchscript, optimize_for_serving
+from batchkit.config import ImageModelConfig
+from batchkit.runtime import load_torchscript, optimized_or_plain
 from loadtest.gate import percentile
 from loadtest.sla import SlaError, load_sla
 from scripts import REPO_ROOT, artifacts
@@ -83,6 +84,9 @@ class Target:
     description: str
     module: torch.nn.Module
     scenarios: list[Scenario]
+    # fp32 rows run the module frozen and optimized, as the workers run it; autocast rows
+    # (what-if precisions the handlers do not serve) run the plain module.
+    optimize: bool = False
 
 
 @dataclass
@@ -176,11 +180,13 @@ def image_scenario(handler: dict[str, Any], pool_size: int = POOL_SIZE) -> Scena
 
 def archive_image_target(name: str, artifact_dir: Path) -> Target:
     handler = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
-    optimize = bool(handler.get("optimize", False))
-    module = load_torchscript(  # as the worker loads it
-        artifact_dir / handler.get("model_file", artifacts.MODEL_FILE), torch.device("cpu"), optimize=optimize
+    optimize = bool(handler.get("optimize", ImageModelConfig.optimize))
+    module = load_torchscript(
+        artifact_dir / handler.get("model_file", artifacts.MODEL_FILE), torch.device("cpu")
     )
-    weights = handler.get("weights", "weights not recorded") + (", frozen + optimized" if optimize else "")
+    weights = handler.get("weights", "weights not recorded") + (
+        ", fp32 frozen + optimized" if optimize else ""
+    )
     return Target(
         name=name,
         sla_model=name,
@@ -188,6 +194,7 @@ def archive_image_target(name: str, artifact_dir: Path) -> Target:
         f"/model.pt ({handler.get('architecture', 'image model')}, {weights})",
         module=module.eval(),
         scenarios=[image_scenario(handler)],
+        optimize=optimize,
     )
 
 
@@ -210,10 +217,11 @@ def imagenet_resnet_target() -> Target:
         name=IMAGENET_TARGET,
         sla_model="resnet18",
         description="torchvision resnet18, ImageNet shape (1000 classes), RANDOM weights - timing only; "
-        "TorchScript via torch.jit.script, frozen + optimized as workers run it; 224x224 with the "
-        "production preprocessing",
-        module=optimize_for_serving(torch.jit.script(model)),
+        "TorchScript via torch.jit.script, fp32 frozen + optimized as workers run it; 224x224 with "
+        "the production preprocessing",
+        module=torch.jit.script(model),
         scenarios=[image_scenario(handler)],
+        optimize=True,
     )
 
 
@@ -534,10 +542,11 @@ def run_sweep(
         log(f"[sweep] {note}")
     for target in targets:
         module = target.module.to(device)
-        fp32_forward = module_forward(module, device, "fp32")
+        served = optimized_or_plain(module) if target.optimize else module
+        fp32_forward = module_forward(served, device, "fp32")
         fp32_references = {s.name: References(s, fp32_forward, device) for s in target.scenarios}
         for precision in run:
-            forward = module_forward(module, device, precision)
+            forward = fp32_forward if precision == "fp32" else module_forward(module, device, precision)
             for scenario in target.scenarios:
                 result.rows.extend(
                     sweep_curve(

@@ -49,6 +49,31 @@ def optimize_for_serving(model: torch.jit.ScriptModule) -> torch.jit.ScriptModul
     return torch.jit.optimize_for_inference(torch.jit.freeze(model.eval()))
 
 
+def optimized_or_plain(
+    model: torch.jit.ScriptModule,
+    check_input: torch.Tensor | None = None,
+    atol: float = 1e-4,
+    label: str = "the module",
+) -> torch.jit.ScriptModule:
+    """The optimized module when the passes work (and, given ``check_input``, agree with the
+    plain module within ``atol`` on it); otherwise the plain module, with a warning.
+
+    Call it after the module is on its device (and give ``check_input`` there too):
+    freezing bakes the weights in where they are.
+    """
+    try:
+        optimized = optimize_for_serving(model)
+        if check_input is not None:
+            with torch.inference_mode():
+                difference = float((optimized(check_input).float() - model(check_input).float()).abs().max())
+            if not difference <= atol:
+                raise ValueError(f"optimized outputs differ by {difference:.2e} (atol {atol:g})")
+    except Exception as exc:  # a prototype pass must never stop the worker
+        logger.warning("serving %s unoptimized: %s", label, exc)
+        return model
+    return optimized
+
+
 def load_torchscript(
     path: str | Path,
     device: torch.device,
@@ -56,26 +81,13 @@ def load_torchscript(
     check_input: torch.Tensor | None = None,
     atol: float = 1e-4,
 ) -> torch.jit.ScriptModule:
-    """Load a TorchScript artifact for inference, optimized when asked and when it is safe.
-
-    With ``check_input``, the optimized module must give the plain module's outputs
-    within ``atol`` on it; if optimizing raises or disagrees, the worker keeps the plain
-    module and says so in its log rather than failing to start.
-    """
+    """Load a TorchScript artifact for inference on ``device``, optimized when asked and safe."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = torch.jit.load(str(path), map_location=device).eval()
     if not optimize:
         return model
-    try:
-        optimized = optimize_for_serving(model)
-        if check_input is not None:
-            sample = check_input.to(device)
-            with torch.inference_mode():
-                difference = float((optimized(sample).float() - model(sample).float()).abs().max())
-            if not difference <= atol:
-                raise ValueError(f"optimized outputs differ by {difference:.2e} (atol {atol:g})")
-    except Exception as exc:  # a prototype pass must never stop the worker
-        logger.warning("serving %s unoptimized: %s", Path(path).name, exc)
-        return model
-    return optimized
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what TorchServe runs
+        sample = None if check_input is None else check_input.to(device)
+        return optimized_or_plain(model, sample, atol, label=Path(path).name)
