@@ -37,13 +37,16 @@ COPY requirements.txt ./
 RUN python -m venv /opt/venv \
     && python -m pip install --no-cache-dir --upgrade pip \
     && python -m pip install --no-cache-dir -r requirements.txt
-COPY models.yaml config.properties metrics.yaml ./
+COPY pyproject.toml models.yaml config.properties metrics.yaml ./
 COPY handlers/ handlers/
+COPY tsbatch/ tsbatch/
 COPY scripts/ scripts/
 COPY data/ data/
 # `make archive`: export (ImageNet weights when the build can download them, otherwise
 # the offline digits fallback; the intent model trains on data/intents), verify, package.
-RUN python -m scripts.build
+# The toolkit itself goes in first, editable as in `make install` (its paths resolve to /app).
+RUN python -m pip install --no-cache-dir --no-deps --editable . \
+    && python -m scripts.build
 
 # ---------------------------------------------------------------- serving image
 FROM runtime-base
@@ -52,8 +55,9 @@ LABEL org.opencontainers.image.title="torchserve-batch-toolkit" \
 RUN useradd --create-home --uid 1000 --user-group --shell /usr/sbin/nologin model-server
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /app/model-store /app/model-store
-COPY models.yaml config.properties metrics.yaml /app/
+COPY pyproject.toml models.yaml config.properties metrics.yaml /app/
 COPY handlers/ /app/handlers/
+COPY tsbatch/ /app/tsbatch/
 COPY scripts/ /app/scripts/
 COPY loadtest/ /app/loadtest/
 COPY data/ /app/data/

@@ -15,14 +15,15 @@ PYTEST_ARGS ?=
 help: ## List the commands
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
-$(INSTALLED): requirements.txt
+$(INSTALLED): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else "Python 3.11+ is required")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --editable .
 	touch $@
 
-install: $(INSTALLED) java ## Create .venv with the pinned dependencies and check Java 17
+install: $(INSTALLED) java ## Create .venv with the pinned dependencies and the toolkit (editable), check Java 17
 
 java: ## Check Java 17 (installs it with apt-get when root)
 	@bash scripts/ensure_java.sh

@@ -17,25 +17,21 @@ from __future__ import annotations
 
 import logging
 import random
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:  # locust imports this file by path
-    sys.path.insert(0, str(REPO_ROOT))
+import gevent
+from gevent.pool import Pool
+from locust import FastHttpUser, LoadTestShape, task
+from locust.exception import ResponseError
 
-import gevent  # noqa: E402
-from gevent.pool import Pool  # noqa: E402
-from locust import FastHttpUser, LoadTestShape, task  # noqa: E402
-from locust.exception import ResponseError  # noqa: E402
-
-from loadtest.auth import auth_headers  # noqa: E402
-from loadtest.config import parse_mix, shape_params  # noqa: E402
-from loadtest.plugin import STATE  # noqa: E402
-from loadtest.schemas import body_problems  # noqa: E402
-from loadtest.shapes import target  # noqa: E402
+from tsbatch.client.auth import auth_headers
+from tsbatch.config.properties import read_properties
+from tsbatch.locust.options import parse_mix, shape_params
+from tsbatch.locust.plugin import STATE
+from tsbatch.locust.shapes import target
+from tsbatch.paths import DEFAULT_PROPERTIES
+from tsbatch.workloads.schemas import body_problems
 
 logger = logging.getLogger("loadtest")
 
@@ -43,9 +39,7 @@ logger = logging.getLogger("loadtest")
 def default_host() -> str:
     """The inference address of config.properties (what ``make serve`` listens on)."""
     try:
-        from scripts.properties import read_properties
-
-        return read_properties(REPO_ROOT / "config.properties")["inference_address"].rstrip("/")
+        return read_properties(DEFAULT_PROPERTIES)["inference_address"].rstrip("/")
     except Exception:  # a stripped-down checkout: fall back to TorchServe's default
         return "http://127.0.0.1:8080"
 

@@ -11,8 +11,8 @@ import torch
 import yaml
 from PIL import Image
 
-from scripts import REPO_ROOT
 from tests.fakes import FakeContext, RecordingMetrics
+from tsbatch.paths import REPO_ROOT
 
 TINY_LABELS = ["circle", "square", "triangle"]
 

@@ -16,11 +16,18 @@ from typing import Any
 
 import pytest
 
-from scripts import REPO_ROOT
-from scripts.manifest import load_manifest
-from scripts.torchserve_runner import TorchServe, start_instance
+from tsbatch.build.manifest import load_manifest
+from tsbatch.client.process import TorchServe, start_instance
+from tsbatch.paths import REPO_ROOT
 
-pytestmark = pytest.mark.integration
+INTEGRATION_DIR = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test under tests/integration, so ``-m "not integration"`` is the fast suite."""
+    for item in items:
+        if INTEGRATION_DIR in item.path.parents:
+            item.add_marker(pytest.mark.integration)
 
 
 def _require_java() -> None:
@@ -85,7 +92,7 @@ def configured_store(
     extra_properties: dict[str, str] | None = None,
 ) -> tuple[Path, Path]:
     """A private config.properties and model store with some models' settings changed
-    (see ``scripts.package.private_store``). Returns (properties, store)."""
-    from scripts.package import private_store
+    (see ``tsbatch.build.package.private_store``). Returns (properties, store)."""
+    from tsbatch.build.package import private_store
 
     return private_store(directory, models, changes, extra_properties)

@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 import requests
 
-from scripts import REPO_ROOT
-from scripts.manifest import Manifest, load_manifest
-from scripts.package import package
-from scripts.properties import update_model_settings
 from tests.conftest import image_bytes
+from tsbatch.build.manifest import Manifest, load_manifest
+from tsbatch.build.package import package
+from tsbatch.config.properties import update_model_settings
+from tsbatch.paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 

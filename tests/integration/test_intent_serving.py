@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from scripts.torchserve_runner import TorchServe
+from tsbatch.client.process import TorchServe
 
 MODEL = "bert_intent"
 TEXT = "text/plain; charset=utf-8"

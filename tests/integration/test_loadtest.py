@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import requests
 
-from scripts import REPO_ROOT
-from scripts.torchserve_runner import TorchServe, free_port
+from tsbatch.client.process import TorchServe, free_port
+from tsbatch.paths import REPO_ROOT
 
 LOCUST = Path(sys.executable).parent / "locust"
 LOCUSTFILE = REPO_ROOT / "loadtest" / "locustfile.py"

@@ -21,12 +21,12 @@ import pytest
 import requests
 import yaml
 
-from scripts import REPO_ROOT
-from scripts.package import private_store
-from scripts.torchserve_runner import free_port
 from tests.conftest import image_bytes
 from tests.integration.test_faults import record
-from tests.unit.test_dashboard import all_exprs, dashboard, promql_metric_names
+from tests.unit.deploy.test_dashboard import all_exprs, dashboard, promql_metric_names
+from tsbatch.build.package import private_store
+from tsbatch.client.process import free_port
+from tsbatch.paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -14,13 +14,13 @@ import requests
 from PIL import Image
 from sklearn.datasets import load_digits
 
-from scripts.manifest import Manifest, load_manifest
-from scripts.properties import update_model_settings
-from scripts.serve import start as serve_start
-from scripts.serve import stop as serve_stop
-from scripts.torchserve_runner import TorchServe, free_port, worker_port_base
 from tests.integration.conftest import configured_store
-from tests.unit.test_images import bomb_png
+from tests.unit.handlers.batchkit.test_images import bomb_png
+from tsbatch.build.manifest import Manifest, load_manifest
+from tsbatch.client.daemon import start as serve_start
+from tsbatch.client.daemon import stop as serve_stop
+from tsbatch.client.process import TorchServe, free_port, worker_port_base
+from tsbatch.config.properties import update_model_settings
 
 MODEL = "resnet18"
 

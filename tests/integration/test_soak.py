@@ -22,9 +22,9 @@ import psutil
 import pytest
 from PIL import Image
 
-from scripts import REPO_ROOT
-from scripts.manifest import load_manifest
 from tests.integration.test_faults import ClosedLoopLoad, record
+from tsbatch.build.manifest import load_manifest
+from tsbatch.paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from scripts import REPO_ROOT
-from scripts.batch_analysis import knee_batch_size
-from scripts.manifest import load_manifest
-from scripts.sweep import curves, read_csv
+from tsbatch.analysis.selection import knee_batch_size
+from tsbatch.analysis.sweep import curves, read_csv
+from tsbatch.build.manifest import load_manifest
+from tsbatch.paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 

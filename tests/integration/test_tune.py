@@ -11,11 +11,11 @@ import pytest
 import yaml
 from PIL import Image
 
-from loadtest.sla import Sla
-from scripts import REPO_ROOT
-from scripts.batch_analysis import select_configuration
-from scripts.properties import model_settings, read_properties
-from scripts.tune import read_points_csv
+from tsbatch.analysis.selection import select_configuration
+from tsbatch.analysis.tune import read_points_csv
+from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.paths import REPO_ROOT
+from tsbatch.sla.profiles import Sla
 
 pytestmark = pytest.mark.slow
 

@@ -1,1 +1,0 @@
-"""Reference handlers that benchmarks compare the toolkit's handlers against."""

@@ -1,0 +1,55 @@
+"""Reading batch counters from /metrics while the frontend is still catching up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tsbatch.client.process import TorchServe
+
+
+def scrape(requests_: float, batches: float) -> str:
+    return (
+        "# TYPE BatchedRequestsTotal counter\n"
+        f'BatchedRequestsTotal{{ModelName="resnet18",Level="Model",Hostname="h"}} {requests_}\n'
+        f'BatchedRequestsTotal{{ModelName="other",Level="Model",Hostname="h"}} 99.0\n'
+        f'BatchesTotal{{ModelName="resnet18",Level="Model",Hostname="h"}} {batches}\n'
+    )
+
+
+class ScriptedServer(TorchServe):
+    """A TorchServe whose /metrics answers come from a list, one per scrape."""
+
+    def __init__(self, scrapes: list[str]) -> None:
+        super().__init__(run_dir=Path("."), properties_path=Path("."), model_store=Path("."))
+        self.scrapes = scrapes
+        self.calls = 0
+
+    def metrics_text(self) -> str:
+        text = self.scrapes[min(self.calls, len(self.scrapes) - 1)]
+        self.calls += 1
+        return text
+
+
+NAMES = ["BatchedRequestsTotal", "BatchesTotal"]
+
+
+def test_counters_are_per_model_and_zero_when_absent() -> None:
+    server = ScriptedServer([scrape(5, 2)])
+    assert server.model_counters("resnet18", NAMES) == {"BatchedRequestsTotal": 5.0, "BatchesTotal": 2.0}
+    assert server.model_counters("bert_intent", NAMES) == {"BatchedRequestsTotal": 0.0, "BatchesTotal": 0.0}
+
+
+def test_settled_counters_wait_for_the_floor_and_for_quiet() -> None:
+    # The burst's metric lines arrive late and in two parts; an early scrape would read 1.
+    server = ScriptedServer([scrape(1, 1), scrape(1, 1), scrape(5, 2), scrape(9, 3), scrape(9, 3)])
+    counters = server.settled_counters("resnet18", NAMES, at_least={"BatchedRequestsTotal": 9}, quiet_s=0.01)
+    assert counters == {"BatchedRequestsTotal": 9.0, "BatchesTotal": 3.0}
+    assert server.calls == 5
+
+
+def test_settled_counters_give_up_at_the_deadline() -> None:
+    server = ScriptedServer([scrape(1, 1)])
+    counters = server.settled_counters(
+        "resnet18", NAMES, at_least={"BatchedRequestsTotal": 9}, quiet_s=0.01, timeout=0.05
+    )
+    assert counters["BatchedRequestsTotal"] == 1.0

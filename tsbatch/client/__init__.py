@@ -1,0 +1,1 @@
+"""The one TorchServe client: process lifecycle and ports, token, load driver, /metrics parsing."""

@@ -1,0 +1,126 @@
+"""Start, stop and inspect the TorchServe that ``make serve`` runs in the background.
+
+``start`` rebuilds what is stale (archives repackage in seconds when config.properties
+changed), refuses a config with errors, restarts a running instance so new settings
+apply, waits until every model is READY and prints the endpoints and how to get a token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tsbatch.build.manifest import Manifest, load_manifest
+from tsbatch.build.package import package
+from tsbatch.client.process import (
+    ADDRESS_KEYS,
+    DEFAULT_PROPERTIES,
+    TorchServe,
+    _read_pid,
+    start_instance,
+    stop_process_group,
+)
+from tsbatch.config.check import check
+from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.paths import REPO_ROOT
+
+
+def is_running(run_dir: Path) -> bool:
+    pid = _read_pid(run_dir / "launcher.pid")
+    if pid is None:
+        return False
+    try:
+        import os
+
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def stop(run_dir: Path) -> bool:
+    pid = _read_pid(run_dir / "launcher.pid")
+    if pid is None:
+        return False
+    stop_process_group(pid)
+    (run_dir / "launcher.pid").unlink(missing_ok=True)
+    (run_dir / "key_file.json").unlink(missing_ok=True)
+    return True
+
+
+def start(run_dir: Path, properties: Path, timeout: float, manifest: Manifest | None = None) -> int:
+    manifest = manifest or load_manifest()
+    models = [
+        m.removesuffix(".mar") for m in read_properties(properties)["load_models"].split(",") if m.strip()
+    ]
+    for model in models:  # seconds when only config.properties changed; no re-export
+        package(manifest.model(model), manifest, properties)
+    problems = check(properties, manifest, include_archives=True)
+    for problem in problems:
+        print(problem)
+    if any(problem.severity == "error" for problem in problems):
+        print("[serve] config.properties has errors (above); not starting")
+        return 1
+    if is_running(run_dir):
+        print("[serve] restarting the running TorchServe so the current settings apply")
+        stop(run_dir)
+    server = start_instance(
+        run_dir.resolve(), manifest.model_store, models, source=properties, free_ports=False, timeout=timeout
+    )
+    print_endpoints(server, models, run_dir)
+    return 0
+
+
+def print_endpoints(server: TorchServe, models: list[str], run_dir: Path) -> None:
+    settings = model_settings(server.properties)
+    print(f"\nTorchServe is running (logs: {run_dir}/logs).")
+    for kind in ADDRESS_KEYS:
+        print(f"  {kind:<10} {server.url(kind)}")
+    for model in models:
+        entry = settings.get(model, {})
+        print(
+            f"  model {model}: POST {server.url('inference')}/predictions/{model} "
+            f"(batchSize={entry.get('batchSize')}, maxBatchDelay={entry.get('maxBatchDelay')} ms)"
+        )
+    key_file = (run_dir / "key_file.json").resolve()
+    print(f"\nToken auth is on. Keys are in {key_file}:")
+    print(f'  TOKEN=$(python3 -c \'import json; print(json.load(open("{key_file}"))["inference"]["key"])\')')
+    print(
+        f'  curl -H "Authorization: Bearer $TOKEN" --data-binary @digit.png {server.url("inference")}/predictions/{models[0]}'
+    )
+    print(f"  (the management API at {server.url('management')} takes the 'management' key)")
+    print("Stop with: make stop")
+
+
+def status(run_dir: Path) -> int:
+    if not is_running(run_dir):
+        print("[serve] not running")
+        return 1
+    server = TorchServe(run_dir=run_dir, properties_path=run_dir / "config.properties", model_store=Path())
+    for model in model_settings(server.properties):
+        try:
+            print(json.dumps(server.describe(model)[0], indent=2))
+        except Exception as exc:
+            print(f"{model}: {exc}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("action", choices=["start", "stop", "status"])
+    parser.add_argument("--run-dir", type=Path, default=REPO_ROOT / ".serve")
+    parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES)
+    parser.add_argument("--timeout", type=float, default=240)
+    args = parser.parse_args(argv)
+    if args.action == "start":
+        return start(args.run_dir, args.properties, args.timeout)
+    if args.action == "stop":
+        print("[serve] stopped" if stop(args.run_dir) else "[serve] was not running")
+        return 0
+    return status(args.run_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,352 @@
+"""Start, wait for, talk to and stop a real TorchServe instance.
+
+Used by ``make serve``, the benchmarks, the tuner and the integration tests. Each
+instance lives in its own run directory: TorchServe writes ``key_file.json``, its logs
+and (through ``TMPDIR``) its pid file there, so several instances can run side by side.
+The effective config is ``config.properties`` with paths made absolute and, where asked,
+ports and settings overridden; the source file is never modified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from tsbatch.config.properties import (
+    format_models,
+    model_settings,
+    parse_entries,
+    read_properties,
+    replace_entry,
+)
+from tsbatch.paths import REPO_ROOT
+
+DEFAULT_PROPERTIES = REPO_ROOT / "config.properties"
+ADDRESS_KEYS = {
+    "inference": "inference_address",
+    "management": "management_address",
+    "metrics": "metrics_address",
+}
+
+
+class ServerError(RuntimeError):
+    """TorchServe did not start, or a model did not become ready; the log tail says why."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def worker_port_base() -> int:
+    """A free-looking block of 100 ports for one instance's worker sockets."""
+    for _ in range(50):
+        base = random.randrange(20000, 60000, 100)
+        if all(_port_free(base + offset) for offset in range(0, 8)):
+            return base
+    return random.randrange(20000, 60000, 100)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def effective_properties(
+    source: Path,
+    run_dir: Path,
+    model_store: Path,
+    ports: dict[str, int] | None = None,
+    overrides: dict[str, str] | None = None,
+    model_overrides: dict[str, dict[str, Any]] | None = None,
+) -> Path:
+    """Write ``run_dir/config.properties``: the source with absolute paths and overrides."""
+    text = source.read_text()
+    values = read_properties(source)
+    replacements: dict[str, str] = {"model_store": str(model_store.resolve())}
+    metrics_config = values.get("metrics_config")
+    if metrics_config and not Path(metrics_config).is_absolute():
+        replacements["metrics_config"] = str((source.parent / metrics_config).resolve())
+    for kind, port in (ports or {}).items():
+        replacements[ADDRESS_KEYS[kind]] = f"http://127.0.0.1:{port}"
+    replacements.update(overrides or {})
+    for key, value in replacements.items():
+        text = replace_entry(text, key, f"{key}={value}\n")
+    if model_overrides:
+        document = json.loads(values["models"])
+        for name, changes in model_overrides.items():
+            versions = document.setdefault(name, {"1.0": {"defaultVersion": True, "marName": f"{name}.mar"}})
+            next(iter(versions.values())).update(changes)
+        text = replace_entry(text, "models", format_models(document))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    target = run_dir / "config.properties"
+    target.write_text(text)
+    return target
+
+
+@dataclass
+class TorchServe:
+    """One TorchServe process tree, addressed by its loopback URLs and tokens."""
+
+    run_dir: Path
+    properties_path: Path
+    model_store: Path
+    process: subprocess.Popen[bytes] | None = None
+    session: requests.Session = field(default_factory=requests.Session)
+
+    # ---- addresses and auth -------------------------------------------------------
+    @property
+    def properties(self) -> dict[str, str]:
+        return read_properties(self.properties_path)
+
+    def url(self, kind: str) -> str:
+        return self.properties[ADDRESS_KEYS[kind]].rstrip("/")
+
+    @property
+    def key_file(self) -> Path:
+        return self.run_dir / "key_file.json"
+
+    def token(self, kind: str = "inference") -> str | None:
+        if self.properties.get("disable_token_authorization", "false").lower() == "true":
+            return None
+        keys = json.loads(self.key_file.read_text())
+        return keys[kind]["key"]
+
+    def headers(self, kind: str = "inference") -> dict[str, str]:
+        token = self.token(kind)
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    # ---- requests -----------------------------------------------------------------
+    def predict(
+        self,
+        model: str,
+        body: bytes | str,
+        content_type: str = "application/octet-stream",
+        timeout: float = 60,
+    ) -> requests.Response:
+        headers = {**self.headers("inference"), "Content-Type": content_type}
+        return self.session.post(
+            f"{self.url('inference')}/predictions/{model}", data=body, headers=headers, timeout=timeout
+        )
+
+    def describe(self, model: str) -> list[dict[str, Any]]:
+        response = self.session.get(
+            f"{self.url('management')}/models/{model}", headers=self.headers("management"), timeout=10
+        )
+        response.raise_for_status()
+        return response.json()
+
+    def scale(self, model: str, workers: int, timeout: float = 120) -> None:
+        response = self.session.put(
+            f"{self.url('management')}/models/{model}",
+            params={"min_worker": workers, "max_worker": workers, "synchronous": "true"},
+            headers=self.headers("management"),
+            timeout=timeout,
+        )
+        response.raise_for_status()
+
+    def metrics_text(self) -> str:
+        response = self.session.get(f"{self.url('metrics')}/metrics", timeout=10)
+        response.raise_for_status()
+        return response.text
+
+    def model_counters(self, model: str, names: list[str]) -> dict[str, float]:
+        """Each named Prometheus metric for ``model``, summed over its other labels (0 if absent)."""
+        text = self.metrics_text()
+        values = {}
+        for name in names:
+            pattern = rf'^{re.escape(name)}\{{[^}}]*ModelName="{re.escape(model)}"[^}}]*\}} (\S+)$'
+            values[name] = sum(float(v) for v in re.findall(pattern, text, flags=re.MULTILINE))
+        return values
+
+    def settled_counters(
+        self,
+        model: str,
+        names: list[str],
+        at_least: dict[str, float] | None = None,
+        quiet_s: float = 0.5,
+        timeout: float = 30,
+    ) -> dict[str, float]:
+        """Counters once the frontend has caught up with the worker.
+
+        The worker prints its metric lines to stdout and the frontend parses them on its own
+        thread, so a response can reach the client before its batch is counted. Scrape until
+        every ``at_least`` floor is reached and nothing has moved for ``quiet_s``.
+        """
+        floors = at_least or {}
+        deadline = time.monotonic() + timeout
+        last = self.model_counters(model, names)
+        while True:
+            time.sleep(quiet_s)
+            current = self.model_counters(model, names)
+            reached = all(current.get(name, 0.0) >= floor for name, floor in floors.items())
+            if (current == last and reached) or time.monotonic() > deadline:
+                return current
+            last = current
+
+    # ---- lifecycle ----------------------------------------------------------------
+    def start(self, models: list[str], timeout: float = 180) -> None:
+        """Start TorchServe in its own process group and wait until every model is READY."""
+        env = dict(os.environ)
+        tmp = self.run_dir / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        env.update(
+            TMPDIR=str(tmp),  # TorchServe's pid file lives in TMPDIR: one per instance
+            LOG_LOCATION=str(self.run_dir / "logs"),
+            METRICS_LOCATION=str(self.run_dir / "logs"),
+            TS_DISABLE_SYSTEM_METRICS=env.get("TS_DISABLE_SYSTEM_METRICS", "false"),
+        )
+        self.key_file.unlink(missing_ok=True)
+        command = [
+            str(Path(sys.executable).parent / "torchserve"),
+            "--start",
+            "--foreground",
+            "--ncs",
+            "--model-store", str(self.model_store),
+            "--ts-config", str(self.properties_path),
+        ]  # fmt: skip
+        log = (self.run_dir / "torchserve.out").open("ab")
+        self.process = subprocess.Popen(
+            command, cwd=self.run_dir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        (self.run_dir / "launcher.pid").write_text(str(self.process.pid))
+        try:
+            self.wait_ready(models, timeout)
+        except Exception:
+            self.stop()
+            raise
+
+    def wait_ready(self, models: list[str], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        pending = list(models)
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise ServerError(f"TorchServe exited with {self.process.returncode}\n{self.log_tail()}")
+            auth_off = self.properties.get("disable_token_authorization", "false").lower() == "true"
+            if auth_off or self.key_file.exists():
+                # the key file may exist but still be half written: try again next round
+                with contextlib.suppress(requests.RequestException, ValueError, KeyError):
+                    pending = [m for m in pending if not self._model_ready(m)]
+                if not pending:
+                    return
+            time.sleep(0.5)
+        raise ServerError(f"models not READY after {timeout:.0f}s: {pending}\n{self.log_tail()}")
+
+    def _model_ready(self, model: str) -> bool:
+        response = self.session.get(
+            f"{self.url('management')}/models/{model}", headers=self.headers("management"), timeout=5
+        )
+        if response.status_code != 200:
+            return False
+        workers = response.json()[0].get("workers", [])
+        return bool(workers) and all(w.get("status") == "READY" for w in workers)
+
+    def log_tail(self, lines: int = 40) -> str:
+        chunks = []
+        for path in (self.run_dir / "torchserve.out", self.run_dir / "logs" / "model_log.log"):
+            if path.exists():
+                chunks.append(
+                    f"--- {path.name}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+                )
+        return "\n".join(chunks)
+
+    def stop(self, timeout: float = 30) -> None:
+        """Stop the whole process group (launcher, Java frontend, Python workers)."""
+        pid = self.process.pid if self.process else _read_pid(self.run_dir / "launcher.pid")
+        if pid is None:
+            return
+        stop_process_group(pid, timeout, self.process)
+        (self.run_dir / "launcher.pid").unlink(missing_ok=True)
+        self.session.close()
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _reap(pid: int, process: subprocess.Popen[bytes] | None) -> None:
+    """Collect the launcher's exit status if it is our child, so it stops being a zombie."""
+    if process is not None:
+        process.poll()
+        return
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def stop_process_group(pid: int, timeout: float = 30, process: subprocess.Popen[bytes] | None = None) -> None:
+    """SIGTERM the launcher's whole process group, SIGKILL what is left after ``timeout``.
+
+    When we started the launcher ourselves, it must be reaped (``poll``): an unreaped
+    zombie still counts as a member of the group and would make us wait the full timeout.
+    """
+    try:
+        group = os.getpgid(pid)
+    except ProcessLookupError:
+        return
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            _reap(pid, process)
+            try:
+                os.killpg(group, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+
+
+def start_instance(
+    run_dir: Path,
+    model_store: Path,
+    models: list[str] | None = None,
+    source: Path = DEFAULT_PROPERTIES,
+    free_ports: bool = True,
+    overrides: dict[str, str] | None = None,
+    model_overrides: dict[str, dict[str, Any]] | None = None,
+    timeout: float = 180,
+) -> TorchServe:
+    """Start a private instance (free loopback ports by default) serving ``models``."""
+    settings = model_settings(read_properties(source))
+    names = models if models is not None else list(settings)
+    props = dict(overrides or {})
+    props.setdefault("load_models", ",".join(f"{name}.mar" for name in names))
+    ports = {kind: free_port() for kind in ADDRESS_KEYS} if free_ports else None
+    if free_ports:
+        # Workers talk to the frontend on sockets numbered from this port (default 9000);
+        # a distinct range lets private instances run beside `make serve`.
+        props.setdefault("initial_worker_port", str(worker_port_base()))
+        # gRPC listens too (7070/7071 by default) and would collide between instances.
+        props.setdefault("grpc_inference_port", str(free_port()))
+        props.setdefault("grpc_management_port", str(free_port()))
+    path = effective_properties(source, run_dir, model_store, ports, props, model_overrides)
+    server = TorchServe(run_dir=run_dir, properties_path=path, model_store=model_store)
+    server.start(names, timeout)
+    return server
+
+
+def entries(path: Path) -> list[str]:
+    return [entry.key for entry in parse_entries(path.read_text())]

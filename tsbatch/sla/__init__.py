@@ -1,0 +1,1 @@
+"""SLA targets (loadtest/sla.yaml), exact percentiles and the pass/fail gate."""

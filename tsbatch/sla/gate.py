@@ -1,0 +1,340 @@
+"""The SLA gate as plain functions: exact percentiles over a measured window, target checks.
+
+Locust's own statistics round response times into buckets before computing percentiles,
+so the gate keeps every request's exact response time (a :class:`Sample`) and computes
+the figures here. Percentiles use the **nearest-rank** definition: the p-th percentile of
+n values is the smallest value with at least p% of the values at or below it, i.e. the
+value at 1-based rank ``ceil(p/100 * n)`` of the sorted values. It is always a latency
+that really happened (no interpolation between two requests) and it errs high on small
+samples, which is the safe side for a gate.
+
+The measured window excludes the ramp-up: only requests *sent* at or after the window
+start (and before its end) count. Throughput is successful requests per second of window.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from tsbatch.sla.percentile import percentile
+from tsbatch.sla.profiles import Sla
+
+LATENCY_FIGURES = ("p50_ms", "p95_ms", "p99_ms")
+FIGURE_TITLES = {
+    "p50_ms": "p50 latency (ms)",
+    "p95_ms": "p95 latency (ms)",
+    "p99_ms": "p99 latency (ms)",
+    "max_error_rate": "error rate",
+    "min_throughput_rps": "throughput (req/s)",
+}
+FIGURE_UNITS = {
+    "p50_ms": " ms",
+    "p95_ms": " ms",
+    "p99_ms": " ms",
+    "max_error_rate": "",
+    "min_throughput_rps": " req/s",
+}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One request: which model, when it was sent (epoch s), how long it took, whether it passed.
+
+    ``response_time_ms`` is ``None`` for a request that was due but never sent (the open-loop
+    generator's in-flight cap was full): it counts as an error but has no latency.
+    """
+
+    model: str
+    start: float
+    response_time_ms: float | None
+    ok: bool
+
+    def as_row(self) -> list:
+        return [self.model, self.start, self.response_time_ms, self.ok]
+
+    @classmethod
+    def from_row(cls, row: Sequence) -> Sample:
+        model, start, response_time_ms, ok = row
+        return cls(
+            str(model), float(start), None if response_time_ms is None else float(response_time_ms), bool(ok)
+        )
+
+
+@dataclass(frozen=True)
+class Window:
+    """The measured interval ``[start, end)`` in epoch seconds; ``start is None`` until ramp-up ends."""
+
+    start: float | None
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        return 0.0 if self.start is None else max(0.0, self.end - self.start)
+
+    def contains(self, moment: float) -> bool:
+        return self.start is not None and self.start <= moment < self.end
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one model achieved inside the window (latencies ``None`` when nothing answered)."""
+
+    model: str
+    requests: int
+    failures: int
+    window_s: float
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+
+    @property
+    def error_rate(self) -> float | None:
+        return self.failures / self.requests if self.requests else None
+
+    @property
+    def throughput_rps(self) -> float | None:
+        if self.window_s <= 0:
+            return None
+        return (self.requests - self.failures) / self.window_s
+
+    def figure(self, name: str) -> float | None:
+        if name == "max_error_rate":
+            return self.error_rate
+        if name == "min_throughput_rps":
+            return self.throughput_rps
+        return getattr(self, name)
+
+
+def measure(samples: Iterable[Sample], model: str, window: Window) -> Measured:
+    """Figures of ``model`` over the requests sent inside ``window``."""
+    latencies: list[float] = []
+    requests = failures = 0
+    for sample in samples:
+        if sample.model != model or not window.contains(sample.start):
+            continue
+        requests += 1
+        failures += not sample.ok
+        if sample.response_time_ms is not None:
+            latencies.append(sample.response_time_ms)
+    latencies.sort()
+    p50, p95, p99 = (percentile(latencies, q, is_sorted=True) if latencies else None for q in (50, 95, 99))
+    return Measured(model, requests, failures, window.seconds, p50, p95, p99)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One figure against its target: latencies and error rate are ceilings, throughput a floor."""
+
+    figure: str
+    target: float
+    measured: float | None
+    passed: bool
+
+    @property
+    def comparator(self) -> str:
+        return ">=" if self.figure == "min_throughput_rps" else "<="
+
+    def describe(self) -> str:
+        unit = FIGURE_UNITS[self.figure]
+        value = "no data" if self.measured is None else format_value(self.figure, self.measured) + unit
+        return f"{self.figure} = {value}, target {self.comparator} {format_value(self.figure, self.target)}{unit}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    model: str
+    profile: str
+    measured: Measured
+    checks: tuple[Check, ...] = field(default_factory=tuple)
+
+    @property
+    def passed(self) -> bool:
+        return self.measured.requests > 0 and all(check.passed for check in self.checks)
+
+    @property
+    def breaches(self) -> list[Check]:
+        return [check for check in self.checks if not check.passed]
+
+
+def check_figure(figure: str, target: float, measured: float | None) -> Check:
+    if measured is None:
+        return Check(figure, target, None, False)
+    passed = measured >= target if figure == "min_throughput_rps" else measured <= target
+    return Check(figure, target, measured, passed)
+
+
+def evaluate(measured: Measured, sla: Sla) -> Verdict:
+    figures = (*LATENCY_FIGURES, "max_error_rate", "min_throughput_rps")
+    checks = tuple(check_figure(f, getattr(sla, f), measured.figure(f)) for f in figures)
+    return Verdict(measured.model, sla.profile, measured, checks)
+
+
+def evaluate_all(
+    samples: Sequence[Sample], slas: dict[str, Sla], models: Iterable[str], window: Window
+) -> list[Verdict]:
+    """A verdict for every model under test (each must have an SLA in the profile)."""
+    return [evaluate(measure(samples, model, window), slas[model]) for model in models]
+
+
+def gate_exit_code(verdicts: Sequence[Verdict]) -> int:
+    """0 when every model met every target; 1 on any breach, or when nothing was measured."""
+    return 0 if verdicts and all(v.passed for v in verdicts) else 1
+
+
+# ---------------------------------------------------------------- presentation
+def format_value(figure: str, value: float) -> str:
+    if figure == "max_error_rate":
+        return f"{value * 100:.2f}%"
+    if figure == "min_throughput_rps":
+        return f"{value:.1f}"
+    return f"{value:.1f}"
+
+
+def table_rows(verdicts: Sequence[Verdict]) -> list[dict[str, str]]:
+    """One row per model and figure: what the console table and the web UI both show."""
+    rows = []
+    for verdict in verdicts:
+        for check in verdict.checks:
+            rows.append(
+                {
+                    "model": verdict.model,
+                    "figure": FIGURE_TITLES[check.figure],
+                    "target": f"{check.comparator} {format_value(check.figure, check.target)}",
+                    "measured": "no data"
+                    if check.measured is None
+                    else format_value(check.figure, check.measured),
+                    "result": "PASS" if check.passed else "FAIL",
+                }
+            )
+    return rows
+
+
+def breach_summary(verdicts: Sequence[Verdict]) -> list[str]:
+    lines = []
+    for verdict in verdicts:
+        if verdict.measured.requests == 0:
+            lines.append(f"{verdict.model}: no requests in the measured window")
+            continue
+        lines.extend(f"{verdict.model}: {check.describe()}" for check in verdict.breaches)
+    return lines
+
+
+def format_table(verdicts: Sequence[Verdict], window: Window) -> str:
+    """The console table printed at the end of a headless run, with the overall verdict last."""
+    profile = verdicts[0].profile if verdicts else "?"
+    header = ("model", "figure", "target", "measured", "result")
+    rows = [tuple(row.values()) for row in table_rows(verdicts)]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    line = "  ".join(f"{{:<{width}}}" for width in widths)
+    counts = ", ".join(
+        f"{v.model} {v.measured.requests} req / {v.measured.failures} failed" for v in verdicts
+    )
+    out = [
+        f"SLA gate (profile {profile}): measured window {window.seconds:.1f} s after ramp-up; {counts}",
+        line.format(*header),
+        line.format(*("-" * width for width in widths)),
+    ]
+    out.extend(line.format(*row) for row in rows)
+    breaches = breach_summary(verdicts)
+    if not verdicts:
+        out.append("SLA gate: FAIL (no model under test)")
+    elif breaches:
+        out.append("SLA gate: FAIL")
+        out.extend(f"  breached: {text}" for text in breaches)
+    else:
+        out.append("SLA gate: PASS (every model met every target)")
+    return "\n".join(out)
+
+
+def report_json(verdicts: Sequence[Verdict], window: Window) -> str:
+    """Machine-readable verdict for CI artifacts (``--sla-report``)."""
+    document = {
+        "passed": gate_exit_code(verdicts) == 0,
+        "window_s": window.seconds,
+        "models": [
+            {
+                "model": v.model,
+                "profile": v.profile,
+                "passed": v.passed,
+                "measured": {
+                    **asdict(v.measured),
+                    "error_rate": v.measured.error_rate,
+                    "throughput_rps": v.measured.throughput_rps,
+                },
+                "checks": [{**asdict(c), "comparator": c.comparator} for c in v.checks],
+            }
+            for v in verdicts
+        ],
+    }
+    return json.dumps(document, indent=2)
+
+
+# ---------------------------------------------------------------- load levels (step / spike shapes)
+@dataclass(frozen=True)
+class LoadLevel:
+    """A stretch of the run at one user count: ``[start, end)`` in epoch seconds."""
+
+    users: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class LevelStats:
+    users: int
+    seconds: float
+    requests: int
+    failures: int
+    throughput_rps: float
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+
+
+def level_stats(samples: Sequence[Sample], levels: Sequence[LoadLevel]) -> list[LevelStats]:
+    """All models together, per load level: how throughput and latency move as users grow."""
+    stats = []
+    for level in levels:
+        window = Window(level.start, level.end)
+        chosen = [s for s in samples if window.contains(s.start)]
+        latencies = sorted(s.response_time_ms for s in chosen if s.response_time_ms is not None)
+        failures = sum(not s.ok for s in chosen)
+        seconds = window.seconds
+        p50, p95, p99 = (
+            percentile(latencies, q, is_sorted=True) if latencies else None for q in (50, 95, 99)
+        )
+        throughput = (len(chosen) - failures) / seconds if seconds > 0 else 0.0
+        stats.append(LevelStats(level.users, seconds, len(chosen), failures, throughput, p50, p95, p99))
+    return stats
+
+
+def find_knee(stats: Sequence[LevelStats], min_gain: float = 0.10) -> int | None:
+    """Index of the last level before adding users stopped paying: throughput rose by less
+    than ``min_gain`` (relative) over the previous level. ``None`` if it kept scaling."""
+    for index in range(1, len(stats)):
+        previous, current = stats[index - 1], stats[index]
+        if current.users <= previous.users or previous.throughput_rps <= 0:
+            continue
+        if current.throughput_rps < previous.throughput_rps * (1 + min_gain):
+            return index - 1
+    return None
+
+
+def format_levels(stats: Sequence[LevelStats]) -> str:
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    knee = find_knee(stats)
+    lines = [
+        "Load levels (all models; each level's ramp excluded):",
+        "users  seconds  req/s   p50 ms  p95 ms  p99 ms  failed",
+    ]
+    for index, level in enumerate(stats):
+        mark = "  <- knee: more users stopped adding throughput" if index == knee else ""
+        lines.append(
+            f"{level.users:>5}  {level.seconds:>7.1f}  {level.throughput_rps:>6.1f}  {ms(level.p50_ms):>6}  "
+            f"{ms(level.p95_ms):>6}  {ms(level.p99_ms):>6}  {level.failures:>6}{mark}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,54 @@
+"""SLA targets per model and profile, read from ``loadtest/sla.yaml``."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from tsbatch.paths import DEFAULT_SLA_FILE
+
+FIELDS = ("p50_ms", "p95_ms", "p99_ms", "max_error_rate", "min_throughput_rps")
+
+
+class SlaError(ValueError):
+    """The SLA file or the requested profile/model is not usable."""
+
+
+@dataclass(frozen=True)
+class Sla:
+    """What one model must meet: latency ceilings, an error-rate ceiling, a throughput floor."""
+
+    model: str
+    profile: str
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    max_error_rate: float
+    min_throughput_rps: float
+
+
+def load_profile(profile: str | None = None, path: Path = DEFAULT_SLA_FILE) -> dict[str, Sla]:
+    """Every model's SLA in a profile (default: $SLA_PROFILE, then the file's default)."""
+    document = yaml.safe_load(path.read_text())
+    profiles = document.get("profiles") or {}
+    name = profile or os.environ.get("SLA_PROFILE") or document.get("default_profile")
+    if name not in profiles:
+        raise SlaError(f"SLA profile {name!r} not in {path} (have {sorted(profiles)})")
+    slas: dict[str, Sla] = {}
+    for model, targets in profiles[name].items():
+        missing = [f for f in FIELDS if f not in targets]
+        unknown = sorted(set(targets) - set(FIELDS))
+        if missing or unknown:
+            raise SlaError(f"{path}: {name}.{model}: missing {missing}, unknown {unknown}")
+        slas[model] = Sla(model=model, profile=name, **{f: float(targets[f]) for f in FIELDS})
+    return slas
+
+
+def load_sla(model: str, profile: str | None = None, path: Path = DEFAULT_SLA_FILE) -> Sla:
+    slas = load_profile(profile, path)
+    if model not in slas:
+        raise SlaError(f"no SLA for model {model!r} in profile {next(iter(slas.values())).profile!r}")
+    return slas[model]

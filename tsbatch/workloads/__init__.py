@@ -1,0 +1,1 @@
+"""What load generators send and expect: image and utterance pools, response schema checks."""
