@@ -10,7 +10,7 @@ SERVE_DIR := .serve
 PYTEST_ARGS ?=
 
 .PHONY: help install java archive serve stop status check-config test test-tools test-unit \
-        test-integration bench bench-intent lint loadtest loadtest-ui sweep tune gpu-check clean
+        test-integration bench bench-intent bench-client lint loadtest loadtest-ui sweep tune gpu-check clean
 
 help: ## List the commands
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -52,11 +52,11 @@ test-tools: ## Chromium and Prometheus for the web-UI and scrape tests (apt-get 
 test: install archive test-tools ## Install what is needed and run the whole suite (unit + integration)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test-unit: $(INSTALLED) ## Fast unit tests only
-	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+test-unit: $(INSTALLED) ## Fast unit tests only (everything not marked integration)
+	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
 
 test-integration: install archive test-tools ## Integration tests against real TorchServe instances
-	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
+	$(PY) -m pytest -m integration $(PYTEST_ARGS)
 
 lint: $(INSTALLED) ## ruff
 	$(VENV)/bin/ruff check .
@@ -67,6 +67,9 @@ bench: install archive ## Served vs in-process ResNet throughput under 16 client
 
 bench-intent: install archive ## Intent handler vs the usual pad-to-128 handler under 16 clients (ARGS="--settings 2x1 --duration 30")
 	$(PY) -m scripts.bench_intent $(ARGS)
+
+bench-client: $(INSTALLED) ## The load client's CPU per request vs a threaded requests loop (a few seconds; ARGS="--concurrency 16")
+	$(PY) -m scripts.bench_client $(ARGS)
 
 sweep: $(INSTALLED) archive ## In-process batch-size sweep -> reports/sweep/ (options: ARGS="--max-batch 8 --iters 5")
 	$(PY) -m scripts.sweep $(ARGS)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import torch
@@ -10,12 +9,13 @@ import torch
 from batchkit.config import TextModelConfig
 from batchkit.handler_base import BatchHandler
 from batchkit.metrics import BatchReport
+from batchkit.runtime import load_torchscript
 from batchkit.text import (
     IntentScores,
-    PaddingStats,
     load_tokenizer,
     pad_id,
     pad_to_longest,
+    padding_of,
     plan_groups,
     text_from_body,
     tokenize,
@@ -31,13 +31,9 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
 
     def load(self) -> None:
         config = self.config
-        self.model = torch.jit.load(str(self.model_dir / config.model_file), map_location=self.device)
-        self.model.eval()
-        self.labels: list[str] = json.loads((self.model_dir / config.labels_file).read_text())
+        self.model = load_torchscript(self.model_dir / config.model_file, self.device)
         self.tokenizer = load_tokenizer(self.model_dir / config.tokenizer_dir, config.max_length)
         self.pad_token_id = pad_id(self.tokenizer)
-        self.top_k = min(config.top_k, len(self.labels))
-        self.padding = PaddingStats()
 
     def decode(self, body: Any) -> str:
         return text_from_body(body, self.config.max_body_bytes)
@@ -47,17 +43,20 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
         tokenized = tokenize(self.tokenizer, texts)
         lengths = tokenized.lengths
         groups = plan_groups(lengths, config.token_budget, None, config.pass_overhead_tokens)
-        probabilities: list[list[float]] = [[] for _ in texts]
-        stats = PaddingStats()
-        for group in groups:
+        scores: dict[int, IntentScores] = {}
+        for forward_pass, group in enumerate(groups):
             input_ids, attention_mask = pad_to_longest([tokenized.ids[i] for i in group], self.pad_token_id)
             logits = self.model(input_ids.to(self.device), attention_mask.to(self.device))
             rows = torch.softmax(logits.float(), dim=1).cpu().tolist()
             for index, row in zip(group, rows, strict=True):
-                probabilities[index] = row
-            stats.add([lengths[i] for i in group])
-        self.padding = stats
-        return [IntentScores(row, cut) for row, cut in zip(probabilities, tokenized.truncated, strict=True)]
+                scores[index] = IntentScores(
+                    probabilities=row,
+                    truncated=tokenized.truncated[index],
+                    tokens=lengths[index],
+                    padded_length=input_ids.shape[1],
+                    forward_pass=forward_pass,
+                )
+        return [scores[index] for index in range(len(texts))]
 
     def encode(self, output: IntentScores) -> dict[str, Any]:
         config = self.config
@@ -77,17 +76,10 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
             "truncated": output.truncated,
         }
 
-    def annotate(self, report: BatchReport) -> None:
+    def annotate(self, report: BatchReport, outputs: list[IntentScores]) -> None:
         """Padding efficiency of this batch's forward passes (none when nothing ran)."""
-        if self.padding.forward_passes:
-            report.real_tokens = self.padding.real_tokens
-            report.padded_tokens = self.padding.padded_tokens
-            report.extra["forward_passes"] = float(self.padding.forward_passes)
-        self.padding = PaddingStats()
-
-    def warm_up(self) -> None:
-        super().warm_up()
-        self.padding = PaddingStats()  # warm-up passes are not a served batch
+        if outputs:
+            report.padding = padding_of(outputs)
 
     def warmup_items(self, count: int) -> list[str]:
         """Texts of spread-out lengths, so warm-up runs more than one shape."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import torch
@@ -31,8 +30,6 @@ class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
             check_input=check_input,
             atol=config.optimize_atol,
         )
-        self.labels: list[str] = json.loads((self.model_dir / config.labels_file).read_text())
-        self.top_k = min(config.top_k, len(self.labels))
 
     def decode(self, body: Any) -> torch.Tensor:
         config = self.config

@@ -40,7 +40,7 @@ def default_host() -> str:
     """The inference address of config.properties (what ``make serve`` listens on)."""
     try:
         return read_properties(DEFAULT_PROPERTIES)["inference_address"].rstrip("/")
-    except Exception:  # a stripped-down checkout: fall back to TorchServe's default
+    except (OSError, KeyError, ValueError):  # a stripped-down checkout: TorchServe's default
         return "http://127.0.0.1:8080"
 
 

@@ -34,6 +34,22 @@ class TinyImageNet(torch.nn.Module):
         return self.head(pooled)
 
 
+def tiny_encoder() -> torch.nn.Module:
+    """A randomly initialised two-layer BERT: the intent model's encoder, small enough for tests."""
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
+    return BertModel(config)
+
+
 def declared_metrics() -> dict[str, object]:
     """Model metrics declared in the repository's metrics.yaml, as TorchServe would load them."""
     from ts.metrics.metric_type_enum import MetricTypes

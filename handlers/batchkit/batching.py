@@ -8,6 +8,7 @@ are unit-tested without a server.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -17,8 +18,6 @@ from batchkit.errors import RequestError, error_for_exception
 Payload = TypeVar("Payload")
 Item = TypeVar("Item")
 Output = TypeVar("Output")
-
-Outcome = "Output | RequestError"
 
 
 class BatchLengthError(RuntimeError):
@@ -33,6 +32,19 @@ class ValidSubset(Generic[Item]):
     items: list[Item]
 
 
+@dataclass(frozen=True)
+class BatchRun(Generic[Output]):
+    """One batch through the pipeline: a response per request, and what the handler's
+    report needs (the model's outputs, the rejected count, each stage's time)."""
+
+    responses: list[object | RequestError]
+    outputs: list[Output]  # for the valid requests; empty when the model failed
+    rejected: int
+    decode_ms: float
+    infer_ms: float
+    encode_ms: float
+
+
 def decode_each(payloads: Sequence[Payload], decode: Callable[[Payload], Item]) -> list[Item | RequestError]:
     """Decode every request on its own, so that one bad body only fails itself."""
     decoded: list[Item | RequestError] = []
@@ -45,8 +57,13 @@ def decode_each(payloads: Sequence[Payload], decode: Callable[[Payload], Item]) 
 
 
 def valid_subset(decoded: Sequence[Item | RequestError]) -> ValidSubset[Item]:
-    indices = [i for i, value in enumerate(decoded) if not isinstance(value, RequestError)]
-    return ValidSubset(indices=indices, items=[decoded[i] for i in indices])  # type: ignore[misc]
+    indices: list[int] = []
+    items: list[Item] = []
+    for index, value in enumerate(decoded):
+        if not isinstance(value, RequestError):
+            indices.append(index)
+            items.append(value)
+    return ValidSubset(indices=indices, items=items)
 
 
 def check_length(results: Sequence[object], expected: int, stage: str) -> None:
@@ -61,7 +78,7 @@ def run_on_subset(
     if not subset.items:
         return []
     try:
-        outputs = list(infer(subset.items))
+        outputs: list[Output | RequestError] = list(infer(subset.items))
         check_length(outputs, len(subset.items), "inference")
     except Exception as exc:
         error = error_for_exception(exc)
@@ -70,18 +87,17 @@ def run_on_subset(
 
 
 def scatter(
-    decoded: Sequence[object], subset: ValidSubset[Item], outputs: Sequence[Output | RequestError]
+    decoded: Sequence[Item | RequestError],
+    subset: ValidSubset[Item],
+    outputs: Sequence[Output | RequestError],
 ) -> list[Output | RequestError]:
     """Put each output back at its request's position; decode errors stay where they were."""
     check_length(outputs, len(subset.indices), "scatter")
-    results: list[Output | RequestError] = [
-        value if isinstance(value, RequestError) else None  # type: ignore[misc]
-        for value in decoded
-    ]
-    for index, output in zip(subset.indices, outputs, strict=True):
-        results[index] = output
-    check_length(results, len(decoded), "batch")
-    return results
+    by_position: dict[int, Output | RequestError] = {
+        index: value for index, value in enumerate(decoded) if isinstance(value, RequestError)
+    }
+    by_position.update(zip(subset.indices, outputs, strict=True))
+    return [by_position[index] for index in range(len(decoded))]
 
 
 def encode_each(
@@ -105,14 +121,25 @@ def run_batch(
     decode: Callable[[Payload], Item],
     infer: Callable[[list[Item]], Sequence[Output]],
     encode: Callable[[Output], object],
-) -> list[object | RequestError]:
-    """The whole pipeline in one call, for callers that do not time the stages."""
+) -> BatchRun[Output]:
+    """Decode each request, run the model once on the valid ones, encode each output;
+    one response per request, in order, and each stage timed."""
+    started = time.perf_counter()
     decoded = decode_each(payloads, decode)
     subset = valid_subset(decoded)
+    decoded_at = time.perf_counter()
     outputs = run_on_subset(subset, infer)
-    results = encode_each(scatter(decoded, subset, outputs), encode)
-    check_length(results, len(payloads), "batch")
-    return results
+    inferred_at = time.perf_counter()
+    responses = encode_each(scatter(decoded, subset, outputs), encode)
+    finished_at = time.perf_counter()
+    return BatchRun(
+        responses=responses,
+        outputs=[output for output in outputs if not isinstance(output, RequestError)],
+        rejected=len(payloads) - len(subset.items),
+        decode_ms=1000 * (decoded_at - started),
+        infer_ms=1000 * (inferred_at - decoded_at),
+        encode_ms=1000 * (finished_at - inferred_at),
+    )
 
 
 def plan_sub_batches(

@@ -1,6 +1,6 @@
 """Typed per-model configuration, read from the archive's ``model-config.yaml``.
 
-The build writes one ``handler:`` section per model (see ``scripts/package.py``); the
+The build writes one ``handler:`` section per model (see ``tsbatch/build/package.py``); the
 handler reads it back through :func:`from_mapping`, which rejects unknown or missing keys
 so that a typo in a manifest fails at load time instead of silently using a default.
 """
@@ -9,61 +9,63 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-ConfigT = TypeVar("ConfigT")
 
-
-@dataclass(frozen=True)
-class ImageModelConfig:
-    """How the image classifier archive was built and must be fed."""
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """What every handler reads, whatever its model: the files to load, how many answers
+    to give, and how its worker runs (threads, warm-up batch sizes)."""
 
     model_name: str
-    architecture: str
     model_file: str
     labels_file: str
+    top_k: int = 5
+    torch_threads: int = 1
+    warmup_batch_sizes: tuple[int, ...] = (1,)
+
+
+ConfigT = TypeVar("ConfigT", bound=ModelConfig)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageModelConfig(ModelConfig):
+    """How the image classifier archive was built and must be fed."""
+
+    architecture: str
     weights: str
     resize_size: int
     crop_size: int
     mean: tuple[float, ...]
     std: tuple[float, ...]
-    top_k: int = 5
     max_image_pixels: int = 40_000_000
     max_body_bytes: int = 20 * 1024 * 1024
-    torch_threads: int = 1
-    warmup_batch_sizes: tuple[int, ...] = field(default_factory=lambda: (1,))
     # Freeze + optimize_for_inference at load time (checked against the plain module
     # within optimize_atol; the worker falls back to the plain module otherwise).
     optimize: bool = True
     optimize_atol: float = 1e-4
 
 
-@dataclass(frozen=True)
-class TextModelConfig:
+@dataclass(frozen=True, kw_only=True)
+class TextModelConfig(ModelConfig):
     """How the intent classifier archive was built and must be fed."""
 
-    model_name: str
-    model_file: str
-    labels_file: str
     tokenizer_dir: str
     base_model: str
     max_length: int
     oos_threshold: float
     oos_label: str = "oos"
-    top_k: int = 5
     token_budget: int = 4096
     # The fixed cost of one forward pass, in tokens: a batch whose lengths differ by more
     # than this is split into length-sorted passes (0 = never split, only the budget).
     pass_overhead_tokens: int = 0
     max_body_bytes: int = 64 * 1024
-    torch_threads: int = 1
-    warmup_batch_sizes: tuple[int, ...] = field(default_factory=lambda: (1,))
 
 
 def from_mapping(config_type: type[ConfigT], values: Mapping[str, Any]) -> ConfigT:
     """Build a config dataclass from a plain mapping, with clear errors for bad keys."""
-    fields = {f.name: f for f in dataclasses.fields(config_type)}  # type: ignore[arg-type]
+    fields = {f.name: f for f in dataclasses.fields(config_type)}
     unknown = sorted(set(values) - set(fields))
     if unknown:
         raise ValueError(f"{config_type.__name__}: unknown keys {unknown}")
@@ -75,13 +77,15 @@ def from_mapping(config_type: type[ConfigT], values: Mapping[str, Any]) -> Confi
     missing = sorted(set(required) - set(values))
     if missing:
         raise ValueError(f"{config_type.__name__}: missing keys {missing}")
-    converted = {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()}
+    converted: dict[str, Any] = {
+        name: tuple(value) if isinstance(value, list) else value for name, value in values.items()
+    }
     return config_type(**converted)
 
 
-def to_mapping(config: object) -> dict[str, Any]:
+def to_mapping(config: ModelConfig) -> dict[str, Any]:
     """The inverse of :func:`from_mapping`, with tuples as lists so YAML stays plain."""
     return {
         key: list(value) if isinstance(value, tuple) else value
-        for key, value in dataclasses.asdict(config).items()  # type: ignore[call-overload]
+        for key, value in dataclasses.asdict(config).items()
     }

@@ -1,30 +1,25 @@
 """The TorchServe adapter every model handler builds on.
 
 A subclass says how to load its model, decode one request, run a list of decoded items
-and encode one output. This class does the rest: per-request errors through
-``context.set_response_status``, timing, metrics, and the guarantee that ``handle``
-returns exactly one response per request and never raises.
+and encode one output. This class runs them through the batch core
+(``batching.run_batch``) and does the rest: config and labels, per-request errors through
+``context.set_response_status``, metrics, and the guarantee that ``handle`` returns
+exactly one response per request and never raises.
 """
 
 from __future__ import annotations
 
 import abc
+import json
 import logging
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, Generic
 
 import torch
 
-from batchkit.batching import (
-    check_length,
-    decode_each,
-    encode_each,
-    run_on_subset,
-    scatter,
-    valid_subset,
-)
-from batchkit.config import from_mapping
+from batchkit.batching import run_batch
+from batchkit.config import ConfigT, from_mapping
 from batchkit.errors import RequestError, error_for_exception
 from batchkit.metrics import BatchReport, emit
 from batchkit.payloads import request_body
@@ -32,14 +27,13 @@ from batchkit.runtime import configure_threads, select_device
 
 logger = logging.getLogger(__name__)
 
-ConfigT = TypeVar("ConfigT")
 JSON_CONTENT_TYPE = "application/json"
 
 
 class BatchHandler(abc.ABC, Generic[ConfigT]):
     """Base for the toolkit's handlers; subclasses stay small and model-specific."""
 
-    config_type: ClassVar[type]
+    config_type: type[ConfigT]
 
     def __init__(self) -> None:
         self.initialized = False
@@ -47,6 +41,8 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         self.device = torch.device("cpu")
         self.model_dir = Path(".")
         self.max_batch_size = 1
+        self.labels: list[str] = []
+        self.top_k = 0
         self.last_report: BatchReport | None = None
 
     # ---- TorchServe entry points -------------------------------------------------
@@ -58,8 +54,10 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
             raise ValueError("archive has no handler section in model-config.yaml")
         self.config = from_mapping(self.config_type, model_yaml["handler"])
         self.max_batch_size = int(properties.get("batch_size") or model_yaml.get("batchSize") or 1)
-        configure_threads(self.config.torch_threads)  # type: ignore[attr-defined]
+        configure_threads(self.config.torch_threads)
         self.device = select_device(properties)
+        self.labels = json.loads((self.model_dir / self.config.labels_file).read_text())
+        self.top_k = min(self.config.top_k, len(self.labels))
         self.load()
         self.warm_up()
         self.initialized = True
@@ -86,26 +84,20 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
 
     # ---- pipeline ---------------------------------------------------------------
     def process(self, data: list[Any]) -> tuple[list[Any], BatchReport]:
-        """Decode each, infer on the valid subset, encode each; timed per stage."""
-        started = time.perf_counter()
-        decoded = decode_each(data, lambda request: self.decode(request_body(request)))
-        subset = valid_subset(decoded)
-        decoded_at = time.perf_counter()
-        outputs = run_on_subset(subset, self.infer_guarded)
-        inferred_at = time.perf_counter()
-        responses = encode_each(scatter(decoded, subset, outputs), self.encode)
-        check_length(responses, len(data), "handler")
-        finished_at = time.perf_counter()
+        """The batch core on this handler's stages, and the report of what it did."""
+        run = run_batch(
+            data, lambda request: self.decode(request_body(request)), self.infer_guarded, self.encode
+        )
         report = BatchReport(
             batch_size=len(data),
             max_batch_size=self.max_batch_size,
-            rejected=len(data) - len(subset.items),
-            preprocess_ms=1000 * (decoded_at - started),
-            inference_ms=1000 * (inferred_at - decoded_at),
-            postprocess_ms=1000 * (finished_at - inferred_at),
+            rejected=run.rejected,
+            preprocess_ms=run.decode_ms,
+            inference_ms=run.infer_ms,
+            postprocess_ms=run.encode_ms,
         )
-        self.annotate(report)
-        return responses, report
+        self.annotate(report, run.outputs)
+        return run.responses, report
 
     def infer_guarded(self, items: list[Any]) -> list[Any]:
         try:
@@ -134,7 +126,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         after them, so each size (the configured ones, powers of two and the maximum) runs
         twice; a size left cold costs its first real batch hundreds of milliseconds.
         """
-        sizes = {min(size, self.max_batch_size) for size in self.config.warmup_batch_sizes}  # type: ignore[attr-defined]
+        sizes = {min(size, self.max_batch_size) for size in self.config.warmup_batch_sizes}
         sizes |= {2**i for i in range(self.max_batch_size.bit_length()) if 2**i <= self.max_batch_size}
         sizes.add(self.max_batch_size)
         for size in sorted(sizes):
@@ -146,15 +138,16 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
 
     @property
     def model_name(self) -> str:
-        return self.config.model_name  # type: ignore[attr-defined]
+        return self.config.model_name
 
-    def annotate(self, report: BatchReport) -> None:
-        """Hook for handlers that add figures (e.g. padding efficiency) to the report."""
+    def annotate(self, report: BatchReport, outputs: list[Any]) -> None:
+        """Hook for handlers that add figures of the model's outputs (e.g. padding) to the
+        batch's report; ``outputs`` is empty when the model did not run or failed."""
 
     # ---- what a model handler provides ---------------------------------------------
     @abc.abstractmethod
     def load(self) -> None:
-        """Load the model and its side files from ``self.model_dir``."""
+        """Load the model and its side files from ``self.model_dir`` (labels are loaded)."""
 
     @abc.abstractmethod
     def decode(self, body: Any) -> Any:
@@ -171,7 +164,3 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
     @abc.abstractmethod
     def warmup_items(self, count: int) -> list[Any]:
         """Synthetic decoded items for warm-up."""
-
-
-def load_config(config_type: type[ConfigT], values: dict[str, Any]) -> ConfigT:
-    return from_mapping(config_type, values)

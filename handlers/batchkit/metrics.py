@@ -7,7 +7,7 @@ name here also appears under ``model_metrics`` in the repository's ``metrics.yam
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -33,6 +33,19 @@ HISTOGRAM_METRICS = {
 }
 
 
+@dataclass(frozen=True)
+class PaddingStats:
+    """Real and padded token counts of the forward passes of one batch."""
+
+    real_tokens: int
+    padded_tokens: int
+    forward_passes: int
+
+    @property
+    def efficiency(self) -> float:
+        return self.real_tokens / self.padded_tokens if self.padded_tokens else 1.0
+
+
 @dataclass
 class BatchReport:
     """What one call of ``handle`` did, ready to be emitted."""
@@ -43,19 +56,12 @@ class BatchReport:
     preprocess_ms: float = 0.0
     inference_ms: float = 0.0
     postprocess_ms: float = 0.0
-    real_tokens: int | None = None
-    padded_tokens: int | None = None
-    extra: dict[str, float] = field(default_factory=dict)
+    # Set by handlers that pad their inputs, for batches where the model ran.
+    padding: PaddingStats | None = None
 
     @property
     def fill_ratio(self) -> float:
         return 100.0 * self.batch_size / max(1, self.max_batch_size)
-
-    @property
-    def padding_efficiency(self) -> float | None:
-        if not self.padded_tokens:
-            return None
-        return 100.0 * (self.real_tokens or 0) / self.padded_tokens
 
     def gauges(self) -> dict[str, float]:
         values = {
@@ -65,8 +71,8 @@ class BatchReport:
             "InferenceMs": self.inference_ms,
             "PostprocessMs": self.postprocess_ms,
         }
-        if self.padding_efficiency is not None:
-            values["PaddingEfficiency"] = self.padding_efficiency
+        if self.padding is not None and self.padding.padded_tokens:
+            values["PaddingEfficiency"] = 100.0 * self.padding.efficiency
         return values
 
     @property
@@ -83,9 +89,9 @@ class BatchReport:
             "BatchedRequestsTotal": float(self.batch_size),
             "RejectedRequestsTotal": float(self.rejected),
         }
-        if self.padded_tokens is not None:
-            values["PaddedTokensTotal"] = float(self.padded_tokens)
-            values["RealTokensTotal"] = float(self.real_tokens or 0)
+        if self.padding is not None:
+            values["PaddedTokensTotal"] = float(self.padding.padded_tokens)
+            values["RealTokensTotal"] = float(self.padding.real_tokens)
         return values
 
 

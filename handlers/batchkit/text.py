@@ -20,6 +20,7 @@ from tokenizers import Tokenizer
 
 from batchkit.batching import plan_sub_batches
 from batchkit.errors import InvalidText
+from batchkit.metrics import PaddingStats
 from batchkit.payloads import check_size
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -173,25 +174,20 @@ def plan_groups(
 
 @dataclass(frozen=True)
 class IntentScores:
-    """One text's class probabilities and whether it was cut at ``max_length``."""
+    """One text's class probabilities, whether it was cut at ``max_length``, and how it ran:
+    its token count, the length its forward pass padded it to, and which pass that was."""
 
     probabilities: list[float]
     truncated: bool
+    tokens: int
+    padded_length: int
+    forward_pass: int
 
 
-@dataclass
-class PaddingStats:
-    """Real and padded token counts of the forward passes of one batch."""
-
-    real_tokens: int = 0
-    padded_tokens: int = 0
-    forward_passes: int = 0
-
-    def add(self, group_lengths: Sequence[int]) -> None:
-        self.real_tokens += sum(group_lengths)
-        self.padded_tokens += len(group_lengths) * max(group_lengths)
-        self.forward_passes += 1
-
-    @property
-    def efficiency(self) -> float:
-        return self.real_tokens / self.padded_tokens if self.padded_tokens else 1.0
+def padding_of(scores: Sequence[IntentScores]) -> PaddingStats:
+    """Real and padded token counts of the forward passes that produced ``scores``."""
+    return PaddingStats(
+        real_tokens=sum(score.tokens for score in scores),
+        padded_tokens=sum(score.padded_length for score in scores),
+        forward_passes=len({score.forward_pass for score in scores}),
+    )

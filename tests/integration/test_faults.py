@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ import requests
 from tests.conftest import image_bytes
 from tsbatch.build.manifest import Manifest, load_manifest
 from tsbatch.build.package import package
+from tsbatch.client.load import NO_ANSWER, BackgroundLoad, LoadDriver
 from tsbatch.config.properties import update_model_settings
 from tsbatch.paths import REPO_ROOT
 
@@ -46,64 +46,25 @@ def record(name: str, **figures: Any) -> None:
     (REPORTS / f"{name}.json").write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
 
 
-# ---------------------------------------------------------------- shared load driver
-@dataclass(frozen=True)
-class Outcome:
-    started: float  # time.monotonic()
-    finished: float
-    status: int  # -1: no HTTP answer (timeout, connection error)
-    body: str
-
-    @property
-    def seconds(self) -> float:
-        return self.finished - self.started
-
-
-class ClosedLoopLoad:
-    """``clients`` threads, each posting its next body as soon as the last answer came,
-    until the ``with`` block ends. Every request's outcome is kept, failures included."""
-
-    def __init__(
-        self,
-        server: Any,
-        model: str,
-        bodies: Sequence[bytes],
-        clients: int,
-        content_type: str = "image/png",
-        timeout: float = 90,
-    ) -> None:
-        self.url = f"{server.url('inference')}/predictions/{model}"
-        self.headers = {**server.headers("inference"), "Content-Type": content_type}
-        self.bodies = list(bodies)
-        self.timeout = timeout
-        self.outcomes: list[Outcome] = []
-        self._stop = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._client, args=(i,), daemon=True) for i in range(clients)
-        ]
-
-    def _client(self, index: int) -> None:
-        session = requests.Session()
-        while not self._stop.is_set():
-            body = self.bodies[index % len(self.bodies)]
-            index += 1
-            started = time.monotonic()
-            try:
-                response = session.post(self.url, data=body, headers=self.headers, timeout=self.timeout)
-                status, text = response.status_code, response.text
-            except requests.RequestException as exc:
-                status, text = -1, repr(exc)
-            self.outcomes.append(Outcome(started, time.monotonic(), status, text))
-
-    def __enter__(self) -> ClosedLoopLoad:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=self.timeout + 5)
+# ---------------------------------------------------------------- shared load
+def background_load(
+    server: Any,
+    model: str,
+    bodies: Sequence[bytes],
+    clients: int,
+    content_type: str = "image/png",
+    timeout: float = 90,
+) -> BackgroundLoad:
+    """``clients`` connections, each posting its next body as soon as the last answer came,
+    until the ``with`` block ends. Every request's record is kept, failures included."""
+    driver = LoadDriver(
+        f"{server.url('inference')}/predictions/{model}",
+        bodies,
+        content_types=content_type,
+        headers=server.headers("inference"),
+        request_timeout_s=timeout,
+    )
+    return BackgroundLoad(driver, clients)
 
 
 def run_probe(server: Any, check: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -124,9 +85,9 @@ def test_killed_worker_is_restarted_and_only_in_flight_requests_fail(start_serve
     assert run_probe(server, "ready").returncode == 0
     (victim,) = worker_pids(server)
 
-    with ClosedLoopLoad(server, MODEL, [image_bytes()], clients=8) as load:
+    with background_load(server, MODEL, [image_bytes()], clients=8) as load:
         time.sleep(2)
-        killed_at = time.monotonic()
+        killed_at = time.time()  # the records' clock
         os.kill(victim, signal.SIGKILL)
         unready = None
         deadline = killed_at + 90
@@ -136,16 +97,16 @@ def test_killed_worker_is_restarted_and_only_in_flight_requests_fail(start_serve
                 unready = run_probe(server, "ready")  # as kubelet would, while the worker is down
             if workers and all(w["status"] == "READY" and w["pid"] != victim for w in workers):
                 break
-            assert time.monotonic() < deadline, f"worker not restarted after 90 s: {workers}"
+            assert time.time() < deadline, f"worker not restarted after 90 s: {workers}"
             time.sleep(0.2)
-        ready_after = time.monotonic() - killed_at
+        ready_after = time.time() - killed_at
         time.sleep(2)  # later requests, on the new worker
 
-    outcomes = load.outcomes
+    outcomes = load.records
     failed = [o for o in outcomes if o.status != 200]
-    succeeded_after_kill = [o for o in outcomes if o.status == 200 and o.started > killed_at]
+    succeeded_after_kill = [o for o in outcomes if o.status == 200 and o.start > killed_at]
     first_success = min(o.finished for o in succeeded_after_kill) - killed_at
-    slowest = max(o.seconds for o in outcomes)
+    slowest = max(o.finished - o.start for o in outcomes)
     print(
         f"\n[faults] worker kill under load (8 clients, batchSize {batch_size}): {len(outcomes)} requests, "
         f"{len(failed)} failed ({sorted({o.status for o in failed})}), worker READY again after "
@@ -160,11 +121,13 @@ def test_killed_worker_is_restarted_and_only_in_flight_requests_fail(start_serve
         first_success_after_kill_s=round(first_success, 2),
         slowest_answer_s=round(slowest, 2),
     )
-    assert all(o.status != -1 for o in outcomes), "a request got no HTTP answer (hang or dropped connection)"
+    assert all(o.status != NO_ANSWER for o in outcomes), (
+        "a request got no HTTP answer (hang or dropped connection)"
+    )
     for outcome in failed:
         assert 500 <= outcome.status < 600, outcome
         assert "message" in json.loads(outcome.body), outcome.body  # TorchServe's JSON error
-        assert outcome.started <= killed_at + 0.5, f"a request sent after the kill failed: {outcome}"
+        assert outcome.start <= killed_at + 0.5, f"a request sent after the kill failed: {outcome}"
     assert 0 < len(failed) <= batch_size, "only the batch in flight on the killed worker may fail"
     assert succeeded_after_kill, "no request succeeded after the restart"
     assert unready is not None and unready.returncode == 1, "readiness must fail while the worker is down"

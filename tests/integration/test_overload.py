@@ -18,7 +18,9 @@ import psutil
 import pytest
 from PIL import Image
 
-from tests.integration.test_faults import ClosedLoopLoad, record
+from tests.integration.test_faults import background_load, record
+from tsbatch.client.load import Record
+from tsbatch.sla.percentile import percentile
 
 pytestmark = pytest.mark.slow
 
@@ -42,9 +44,8 @@ def frontend(server) -> psutil.Process:
     return next(p for p in launcher.children(recursive=True) if p.name() == "java")
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, int(-(-q * len(ordered) // 100)) - 1))]
+def latencies_ms(records: list[Record]) -> list[float]:
+    return [r.response_time_ms for r in records if r.response_time_ms is not None]
 
 
 def test_overload_gets_fast_503s_and_memory_stays_bounded(start_server, model_store) -> None:
@@ -73,17 +74,17 @@ def test_overload_gets_fast_503s_and_memory_stays_bounded(start_server, model_st
     watcher = threading.Thread(target=watch_queue, daemon=True)
     watcher.start()
     try:
-        with ClosedLoopLoad(server, MODEL, bodies, clients=CLIENTS) as load:
+        with background_load(server, MODEL, bodies, clients=CLIENTS) as load:
             time.sleep(SECONDS)
     finally:
         stop.set()
         watcher.join(timeout=10)
     rss_after = java.memory_info().rss
 
-    outcomes = load.outcomes
-    accepted = [o.seconds * 1000 for o in outcomes if o.status == 200]
+    outcomes = load.records
+    accepted = latencies_ms([o for o in outcomes if o.status == 200])
     rejected = [o for o in outcomes if o.status == 503]
-    rejected_ms = [o.seconds * 1000 for o in rejected]
+    rejected_ms = latencies_ms(rejected)
     offered_mb = sum(len(bodies[i % len(bodies)]) for i in range(len(outcomes))) / 2**20
     print(
         f"\n[overload] {CLIENTS} clients for {SECONDS} s, job_queue_size {QUEUE}: {len(outcomes)} requests, "

@@ -22,7 +22,7 @@ import psutil
 import pytest
 from PIL import Image
 
-from tests.integration.test_faults import ClosedLoopLoad, record
+from tests.integration.test_faults import background_load, record
 from tsbatch.build.manifest import load_manifest
 from tsbatch.paths import REPO_ROOT
 
@@ -72,25 +72,27 @@ def test_worker_memory_does_not_grow_under_steady_mixed_load(start_server, model
     process_start_rss = {p.pid: p.memory_info().rss for ps in workers.values() for p in ps}
 
     loads = [
-        ClosedLoopLoad(
+        background_load(
             server, "resnet18", image_pool(), CLIENTS_PER_MODEL, content_type="application/octet-stream"
         ),
-        ClosedLoopLoad(server, "bert_intent", utterance_pool(), CLIENTS_PER_MODEL, content_type="text/plain"),
+        background_load(
+            server, "bert_intent", utterance_pool(), CLIENTS_PER_MODEL, content_type="text/plain"
+        ),
     ]
     started = time.monotonic()
     with ExitStack() as running:
         for load in loads:
             running.enter_context(load)
-        while len(loads[1].outcomes) < WARMUP_REQUESTS and time.monotonic() - started < WARMUP_MAX_S:
+        while len(loads[1].records) < WARMUP_REQUESTS and time.monotonic() - started < WARMUP_MAX_S:
             time.sleep(0.5)
-        warmup_s, warmup_requests = time.monotonic() - started, sum(len(load.outcomes) for load in loads)
+        warmup_s, warmup_requests = time.monotonic() - started, sum(len(load.records) for load in loads)
         while time.monotonic() - started < warmup_s + MEASURE_S:
             now = time.monotonic() - started
             for process in (p for ps in workers.values() for p in ps):
                 samples[process.pid].append((now, process.memory_info().rss))
             time.sleep(SAMPLE_EVERY_S)
 
-    outcomes = [o for load in loads for o in load.outcomes]
+    outcomes = [o for load in loads for o in load.records]
     figures: dict[str, dict[str, float]] = {}
     assert {o.status for o in outcomes} == {200}, "every soak request must succeed"
     for model, processes in workers.items():
@@ -117,7 +119,7 @@ def test_worker_memory_does_not_grow_under_steady_mixed_load(start_server, model
             assert growth < MAX_GROWTH_MB, (
                 f"{model} worker grew {growth:.1f} MB in {MEASURE_S} s after warm-up"
             )
-    per_model = {load.url.rsplit("/", 1)[1]: len(load.outcomes) for load in loads}
+    per_model = {load.driver.model: len(load.records) for load in loads}
     print(
         f"[soak] {len(outcomes)} requests in {warmup_s + MEASURE_S:.0f} s ({warmup_requests} in the warm-up): {per_model}"
     )

@@ -12,7 +12,7 @@ import yaml
 from PIL import Image
 
 from tsbatch.analysis.selection import select_configuration
-from tsbatch.analysis.tune import read_points_csv
+from tsbatch.analysis.tune.report import read_points_csv
 from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.paths import REPO_ROOT
 from tsbatch.sla.profiles import Sla

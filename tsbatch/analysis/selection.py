@@ -1,16 +1,15 @@
 """Pure decisions behind ``make sweep`` and ``make tune``: no torch, no server, no files.
 
 Knee and latency-budget reading of a batch-size curve, SLA checks of a measured serving
-configuration, picking the winner (and saying why every other one lost), pruning the
-search and reading counters from TorchServe's Prometheus text. Kept apart so that each
-rule is unit-tested on known numbers. (Percentiles are the load gate's nearest-rank ones,
-``tsbatch.sla.gate.percentile``, so the tuner and the gate never disagree on a p99.)
+configuration, picking the winner (and saying why every other one lost) and pruning the
+search. Kept apart so that each rule is unit-tested on known numbers. (Percentiles are the
+load gate's nearest-rank ones, ``tsbatch.sla.percentile``, so the tuner and the gate never
+disagree on a p99; TorchServe's counters are read by ``tsbatch.client.metrics``.)
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -268,37 +267,3 @@ def longer_delay_pointless(shorter: TunePoint, fill: float = FULL_BATCH_FILL) ->
             f"{shorter.batch_size}): a longer delay cannot fill them more"
         )
     return None
-
-
-# ---------------------------------------------------------------- metrics endpoint
-_SAMPLE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
-_LABEL = re.compile(r'(?P<key>[A-Za-z_][A-Za-z0-9_]*)="(?P<value>(?:[^"\\]|\\.)*)"')
-
-
-def counter_total(metrics_text: str, name: str, model: str) -> float:
-    """Sum of a counter over every series labelled ``ModelName=<model>`` (0 when absent)."""
-    total = 0.0
-    for line in metrics_text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = _SAMPLE.match(line)
-        if not match or match.group("name") != name:
-            continue
-        labels = {m.group("key"): m.group("value") for m in _LABEL.finditer(match.group("labels") or "")}
-        if labels.get("ModelName") == model:
-            total += float(match.group("value"))
-    return total
-
-
-def mean_formed_batch(before_text: str, after_text: str, model: str) -> float | None:
-    """Mean batch size the frontend actually formed between two scrapes: the rate of
-    BatchedRequestsTotal over the rate of BatchesTotal. None when no batch ran."""
-    batches = counter_total(after_text, "BatchesTotal", model) - counter_total(
-        before_text, "BatchesTotal", model
-    )
-    requests = counter_total(after_text, "BatchedRequestsTotal", model) - counter_total(
-        before_text, "BatchedRequestsTotal", model
-    )
-    if batches <= 0:
-        return None
-    return requests / batches

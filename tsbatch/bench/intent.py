@@ -5,14 +5,14 @@ the same batch settings from config.properties; only the handler differs:
 
 - ``ours``: ``handlers/intent_handler.py`` (one tokenizer call per batch, padding to the
   longest item, length-sorted passes when lengths differ widely);
-- ``usual``: ``benchmarks/baseline_intent_handler.py`` (each request tokenized alone and
-  padded to 128 tokens).
+- ``usual``: ``tsbatch/bench/baseline_intent_handler.py`` (each request tokenized alone
+  and padded to 128 tokens).
 
 Each is packaged as ``bert_intent.mar`` into its own temporary model store, then loaded by
-a private server on free loopback ports, for each worker x thread setting asked for. A
-closed-loop asyncio client (16 keep-alive connections by default, one process, a few
-percent of a core) sends real utterances from the test split and reports throughput and
-latency percentiles. This is a benchmark, not a test: it prints numbers.
+a private server on free loopback ports, for each worker x thread setting asked for. The
+toolkit's load client (``tsbatch.client.load``: a closed loop of 16 keep-alive connections
+by default, one process) sends real utterances from the test split and reports throughput
+and nearest-rank latency percentiles. This is a benchmark, not a test: it prints numbers.
 
     python -m scripts.bench_intent                       # make bench-intent
     python -m scripts.bench_intent --settings 2x1 --duration 30
@@ -21,29 +21,27 @@ latency percentiles. This is a benchmark, not a test: it prints numbers.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import io
 import json
 import statistics
 import sys
 import tempfile
-import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from tsbatch.build import artifacts
-from tsbatch.build.intent.train import read_csv_examples
+from tsbatch.build.intent.data import read_csv_examples
 from tsbatch.build.manifest import DEFAULT_MANIFEST, Manifest, ModelSpec, load_manifest
 from tsbatch.build.package import DEFAULT_PROPERTIES, archive_settings, private_store
+from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.process import start_instance
-from tsbatch.paths import REPO_ROOT
+from tsbatch.paths import REPO_ROOT, REPORTS_DIR
 
 MODEL = "bert_intent"
-BASELINE_HANDLER = REPO_ROOT / "benchmarks" / "baseline_intent_handler.py"
-REPORT_PATH = REPO_ROOT / "reports" / "bench_intent.json"
+BASELINE_HANDLER = Path(__file__).with_name("baseline_intent_handler.py")
+REPORT_PATH = REPORTS_DIR / "bench_intent.json"
 
 
 @dataclass
@@ -83,96 +81,6 @@ def archive_for(
         return private_store(directory, [MODEL], changes, source=properties, manifest=variant)
 
 
-# ---- load client ---------------------------------------------------------------------
-async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
-    """Status, body and whether the server keeps the connection (HTTP/1.1, minimal)."""
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    headers = {}
-    for line in lines[1:]:
-        if ":" in line:
-            key, value = line.split(":", 1)
-            headers[key.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        body = b""
-        while True:
-            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-            chunk = await reader.readexactly(size + 2)
-            if size == 0:
-                break
-            body += chunk[:-2]
-    else:
-        body = await reader.readexactly(int(headers.get("content-length", "0")))
-    return status, body, headers.get("connection", "").lower() != "close"
-
-
-async def client(
-    url: str,
-    token: str | None,
-    bodies: list[bytes],
-    offset: int,
-    measure_from: float,
-    stop_at: float,
-    latencies: list[float],
-    errors: list[int],
-) -> None:
-    """One keep-alive connection sending requests back to back until ``stop_at``."""
-    parts = urlsplit(url)
-    host, port = parts.hostname or "127.0.0.1", parts.port or 80
-    head = (
-        f"POST /predictions/{MODEL} HTTP/1.1\r\nHost: {host}:{port}\r\n"
-        "Content-Type: text/plain; charset=utf-8\r\nConnection: keep-alive\r\n"
-        + (f"Authorization: Bearer {token}\r\n" if token else "")
-    ).encode()
-    reader, writer = await asyncio.open_connection(host, port)
-    index = offset
-    try:
-        while True:
-            started = time.perf_counter()
-            if started >= stop_at:
-                return
-            body = bodies[index % len(bodies)]
-            index += 1
-            writer.write(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
-            status, _, keep_alive = await read_response(reader)
-            finished = time.perf_counter()
-            if started >= measure_from and finished <= stop_at:
-                latencies.append(finished - started)
-                if status != 200:
-                    errors.append(status)
-            if not keep_alive:
-                writer.close()
-                reader, writer = await asyncio.open_connection(host, port)
-    finally:
-        writer.close()
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
-
-
-async def drive(
-    url: str, token: str | None, texts: list[str], clients: int, warmup: float, duration: float
-) -> tuple[list[float], list[int]]:
-    bodies = [text.encode("utf-8") for text in texts]
-    now = time.perf_counter()
-    measure_from, stop_at = now + warmup, now + warmup + duration
-    latencies: list[float] = []
-    errors: list[int] = []
-    step = max(1, len(bodies) // clients)
-    await asyncio.gather(
-        *(
-            client(url, token, bodies, i * step, measure_from, stop_at, latencies, errors)
-            for i in range(clients)
-        )
-    )
-    return latencies, errors
-
-
 # ---- one run ---------------------------------------------------------------------------
 def run_one(
     name: str,
@@ -187,24 +95,34 @@ def run_one(
 ) -> RunResult:
     server = start_instance(run_dir, store, [MODEL], source=properties)
     try:
-        latencies, errors = asyncio.run(
-            drive(server.url("inference"), server.token("inference"), texts, clients, warmup, duration)
+        driver = LoadDriver(
+            f"{server.url('inference')}/predictions/{MODEL}",
+            [text.encode("utf-8") for text in texts],
+            content_types="text/plain; charset=utf-8",
+            headers=server.headers("inference"),
         )
+        result = driver.run(LoadSpec(concurrency=clients, warmup_s=warmup, measure_s=duration))
     finally:
         server.stop()
+    figures = result.figures()
+
+    def latency(q: float) -> float:
+        value = result.latency_ms(q)
+        return float("nan") if value is None else round(value, 1)
+
     return RunResult(
         handler=name,
         workers=settings["minWorkers"],
         threads=settings["torchThreads"],
         clients=clients,
         seconds=duration,
-        requests=len(latencies),
-        errors=len(errors),
-        throughput_rps=round(len(latencies) / duration, 1),
-        p50_ms=round(1000 * percentile(latencies, 0.50), 1),
-        p90_ms=round(1000 * percentile(latencies, 0.90), 1),
-        p99_ms=round(1000 * percentile(latencies, 0.99), 1),
-        max_ms=round(1000 * max(latencies, default=float("nan")), 1),
+        requests=figures.requests,
+        errors=figures.failures,
+        throughput_rps=round(figures.throughput_rps or 0.0, 1),
+        p50_ms=latency(50),
+        p90_ms=latency(90),
+        p99_ms=latency(99),
+        max_ms=latency(100),
     )
 
 

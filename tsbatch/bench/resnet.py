@@ -15,7 +15,7 @@ is the model alone. Their ratio is the serving overhead. Two shapes are measured
 from __future__ import annotations
 
 import argparse
-import io
+import random
 import sys
 import tempfile
 import time
@@ -23,44 +23,30 @@ import warnings
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import torch
 import torchvision
-from PIL import Image
 
 from batchkit.config import ImageModelConfig
 from batchkit.runtime import load_torchscript
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest
 from tsbatch.build.package import private_store
-from tsbatch.client.load import closed_loop
+from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.process import DEFAULT_PROPERTIES, start_instance
 from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.workloads.images import encoded_pictures
 
 MODEL = "resnet18"
 
 
 def payload_images(count: int, shape: str, seed: int = 0) -> list[bytes]:
     """Varied pictures: small digit-like PNGs for the digits model, photo-sized JPEGs for ImageNet."""
-    rng = np.random.default_rng(seed)
-    bodies = []
-    for index in range(count):
-        if shape == "imagenet":
-            width, height = int(rng.integers(256, 640)), int(rng.integers(256, 480))
-            base = rng.integers(0, 256, (height // 8, width // 8, 3), dtype=np.uint8)
-            image = Image.fromarray(base).resize((width, height), Image.BILINEAR)
-            fmt = "JPEG"
-        else:
-            side = int(rng.integers(28, 96))
-            image = Image.new("RGB", (side, side), "white")
-            ink = Image.fromarray((rng.random((8, 8)) > 0.6).astype(np.uint8) * 255).resize((side, side))
-            image.paste((0, 0, 0), mask=ink)
-            fmt = "PNG"
-        buffer = io.BytesIO()
-        image.save(buffer, format=fmt, quality=90) if fmt == "JPEG" else image.save(buffer, format=fmt)
-        bodies.append(buffer.getvalue())
-        del index
-    return bodies
+    rng = random.Random(seed)
+    if shape == "imagenet":
+        sizes = [(rng.randint(256, 639), rng.randint(256, 479)) for _ in range(count)]
+        return encoded_pictures("photo", sizes, "JPEG", seed)
+    sides = [rng.randint(28, 95) for _ in range(count)]
+    return encoded_pictures("digit", [(side, side) for side in sides], "PNG", seed)
 
 
 def imagenet_spec(spec: ModelSpec, work: Path) -> ModelSpec:
@@ -104,14 +90,13 @@ def bench(
     properties, store = private_store(work / f"store-{shape}", [MODEL], {MODEL: settings}, manifest=private)
     server = start_instance(work / f"run-{shape}", store, [MODEL], source=properties)
     try:
-        result = closed_loop(
+        driver = LoadDriver(
             f"{server.url('inference')}/predictions/{MODEL}",
             payload_images(64, shape),
-            {**server.headers(), "Content-Type": "application/octet-stream"},
-            args.clients,
-            args.duration,
-            args.warmup,
+            headers=server.headers(),
         )
+        load = LoadSpec(concurrency=args.clients, warmup_s=args.warmup, measure_s=args.duration)
+        served = driver.run(load).figures()
     finally:
         server.stop()
     threads = settings["maxWorkers"] * settings["torchThreads"]
@@ -127,16 +112,17 @@ def bench(
         if optimize
         else in_process
     )
+    served_rps = served.throughput_rps or 0.0
     return {
         "shape": shape,
-        "served_rps": result.throughput,
-        "p50_ms": result.percentile(50),
-        "p99_ms": result.percentile(99),
-        "errors": result.errors,
-        "completed": result.completed,
+        "served_rps": served_rps,
+        "p50_ms": served.p50_ms if served.p50_ms is not None else float("nan"),
+        "p99_ms": served.p99_ms if served.p99_ms is not None else float("nan"),
+        "errors": served.failures,
+        "completed": served.requests,
         "in_process_ips": in_process,
         "plain_ips": plain,
-        "ratio": result.throughput / in_process if in_process else float("nan"),
+        "ratio": served_rps / in_process if in_process else float("nan"),
     }
 
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tsbatch.paths import REPO_ROOT
-
-DEFAULT_MANIFEST = REPO_ROOT / "models.yaml"
+from tsbatch.paths import DEFAULT_MANIFEST, DEFAULT_PROPERTIES
 
 
 class ManifestError(ValueError):
@@ -72,3 +71,27 @@ def load_manifest(path: Path = DEFAULT_MANIFEST, build_dir: Path | None = None) 
     if not models:
         raise ManifestError(f"{path} declares no models")
     return Manifest(models=models, build_dir=build, model_store=store)
+
+
+def add_manifest_arguments(parser: argparse.ArgumentParser, choose_models: bool = True) -> None:
+    """The options of the commands that read both input files, ``--manifest`` and
+    ``--properties``, and (``choose_models``) a repeatable ``--model`` to act on some models only."""
+    parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
+    parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES)
+    if choose_models:
+        parser.add_argument("--model", action="append", help="model name (default: all)")
+
+
+def parse_manifest_command(
+    description: str | None, argv: list[str] | None, *switches: str
+) -> tuple[argparse.Namespace, Manifest, list[str]]:
+    """Parse :func:`add_manifest_arguments` plus on/off ``switches`` (``--force``) for a
+    command over the manifest's models: the arguments, the manifest and the chosen model
+    names (all of them when no ``--model`` is given)."""
+    parser = argparse.ArgumentParser(description=description)
+    add_manifest_arguments(parser)
+    for switch in switches:
+        parser.add_argument(switch, action="store_true")
+    args = parser.parse_args(argv)
+    manifest = load_manifest(args.manifest)
+    return args, manifest, args.model or list(manifest.models)

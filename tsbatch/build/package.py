@@ -8,7 +8,6 @@ info and any tokenizer files travel inside the archive.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import shutil
@@ -20,10 +19,8 @@ from typing import Any
 
 import yaml
 
-from tsbatch.paths import HANDLERS_DIR, REPO_ROOT
-
 from tsbatch.build import artifacts
-from tsbatch.build.manifest import DEFAULT_MANIFEST, Manifest, ModelSpec, load_manifest
+from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest, parse_manifest_command
 from tsbatch.config.properties import (
     BATCH_KEYS,
     model_settings,
@@ -31,8 +28,8 @@ from tsbatch.config.properties import (
     replace_entry,
     update_model_settings,
 )
+from tsbatch.paths import DEFAULT_PROPERTIES, HANDLERS_DIR
 
-DEFAULT_PROPERTIES = REPO_ROOT / "config.properties"
 MODEL_CONFIG_FILE = "model-config.yaml"
 
 
@@ -179,21 +176,11 @@ def private_store(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
-    parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES)
-    parser.add_argument("--model", action="append", help="model name (default: all)")
-    parser.add_argument("--force", action="store_true")
-    args = parser.parse_args(argv)
-    manifest = load_manifest(args.manifest)
+    args, manifest, names = parse_manifest_command(__doc__, argv, "--force")
     try:
-        for name in args.model or list(manifest.models):
+        for name in names:
             package(manifest.model(name), manifest, args.properties, args.force)
     except (PackageError, ValueError) as exc:
         print(f"[package] FAILED: {exc}", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,29 +8,31 @@ changed since the last export, or ``--force-export`` is given. Packaging re-runs
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from tsbatch.build import artifacts
+from tsbatch.build.manifest import ModelSpec, parse_manifest_command
+from tsbatch.build.package import package
 from tsbatch.paths import REPO_ROOT
 
-from tsbatch.build import artifacts
-from tsbatch.build.manifest import DEFAULT_MANIFEST, ModelSpec, load_manifest
-from tsbatch.build.package import DEFAULT_PROPERTIES, package
+EXPORT_INPUTS_FILE = "export_inputs.json"
 
 
 def export_model(spec: ModelSpec) -> None:
+    """Run the exporter of the model's kind, imported only then: each pulls in libraries
+    (torchvision and scikit-learn, transformers) that the other does not need."""
     if spec.kind == "image":
-        from tsbatch.build.resnet.export import export
+        from tsbatch.build.resnet.export import export as export_image
+
+        export_image(spec)
     else:
-        from tsbatch.build.intent.export import export  # type: ignore[no-redef]
-    export(spec)
+        from tsbatch.build.intent.export import export as export_text
 
-
-EXPORT_INPUTS_FILE = "export_inputs.json"
+        export_text(spec)
 
 
 def export_inputs(spec: ModelSpec, root: Path) -> dict[str, Any]:
@@ -73,35 +75,26 @@ def needs_export(spec: ModelSpec, root: Path = REPO_ROOT) -> str | None:
     return None
 
 
+def export_if_needed(spec: ModelSpec, root: Path, force: bool) -> None:
+    """Export when :func:`needs_export` (or ``force``) says so, then stamp what it was made from."""
+    reason = "--force-export" if force else needs_export(spec, root)
+    if not reason:
+        return
+    print(f"[build] exporting {spec.name}: {reason}")
+    started = time.perf_counter()
+    export_model(spec)
+    artifacts.write_json(spec.artifact_dir / EXPORT_INPUTS_FILE, export_inputs(spec, root))
+    print(f"[build] exported {spec.name} in {time.perf_counter() - started:.0f}s")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
-    parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES)
-    parser.add_argument("--model", action="append", help="model name (default: all)")
-    parser.add_argument("--force-export", action="store_true")
-    args = parser.parse_args(argv)
-    manifest = load_manifest(args.manifest)
-    for name in args.model or list(manifest.models):
+    args, manifest, names = parse_manifest_command(__doc__, argv, "--force-export")
+    for name in names:
         spec = manifest.model(name)
         try:
-            reason = (
-                "--force-export" if args.force_export else needs_export(spec, args.manifest.resolve().parent)
-            )
-            if reason:
-                print(f"[build] exporting {name}: {reason}")
-                started = time.perf_counter()
-                export_model(spec)
-                artifacts.write_json(
-                    spec.artifact_dir / EXPORT_INPUTS_FILE,
-                    export_inputs(spec, args.manifest.resolve().parent),
-                )
-                print(f"[build] exported {name} in {time.perf_counter() - started:.0f}s")
+            export_if_needed(spec, args.manifest.resolve().parent, args.force_export)
             package(spec, manifest, args.properties)
         except Exception as exc:
             print(f"[build] FAILED for {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,114 +1,340 @@
-"""A small closed-loop HTTP/1.1 load client for benchmarks.
+"""The HTTP load client of the toolkit: benchmarks, the tuner and the integration tests.
 
-Benchmarks on a 2-core machine share the CPU with the server, so the client must be
-cheap: one asyncio loop, raw keep-alive connections, no per-request object churn
-beyond parsing the status line and Content-Length. Latencies are exact (no buckets).
+Why raw sockets: on the 2-core machines this toolkit targets, the load generator shares the
+CPU with TorchServe's frontend and workers, so every cycle the client spends on a request
+is taken from the server it measures. One asyncio loop over keep-alive HTTP/1.1
+connections, with each request's bytes built once, keeps that cost per request small
+(``python -m scripts.bench_client`` compares it with a threaded ``requests`` loop).
+
+Two shapes of load (:class:`LoadSpec`): a closed loop of N users, each sending its next
+request when the last answer came, or an open loop of Poisson arrivals at a rate. In the
+open loop a request's latency counts from when it was *due*, so queueing in the client is
+not hidden (no coordinated omission), and a request due while ``max_in_flight`` are
+already out is failed without a latency. A warm-up precedes the measured window.
+
+Every request becomes a :class:`Record`, which *is* an SLA-gate ``Sample``: the figures
+come from ``tsbatch.sla.gate`` and ``tsbatch.sla.percentile`` as for the load gate.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import urlparse
+from urllib.parse import urlsplit
+
+from tsbatch.sla.gate import Measured, Sample, Window, measure
+from tsbatch.sla.percentile import percentile
+
+NO_ANSWER = 0  # the status of a request that got no HTTP answer (timeout, connection error, cap full)
+ResponseCheck = Callable[[int, bytes], str | None]
+CLIENT_ERRORS = (TimeoutError, OSError, EOFError, ValueError, IndexError, asyncio.LimitOverrunError)
+
+
+def expect_ok(status: int, body: bytes) -> str | None:
+    """The default check: any answer but 200 is a failure."""
+    return None if status == 200 else f"HTTP {status}"
+
+
+@dataclass(frozen=True)
+class Record(Sample):
+    """One request as the gate sees it, plus what the answer was. ``body`` is kept for
+    failed requests only (the reason is in it); a success's body is not held."""
+
+    status: int = NO_ANSWER
+    problem: str | None = None
+    body: bytes = b""
+
+    @property
+    def finished(self) -> float:
+        """Epoch seconds when the answer (or the failure) came."""
+        return self.start + (self.response_time_ms or 0.0) / 1000
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """Closed loop at ``concurrency`` users, or open loop at ``rate_rps`` when that is set."""
+
+    concurrency: int = 1
+    rate_rps: float | None = None
+    warmup_s: float = 0.0
+    measure_s: float = 10.0
+
+    def describe(self) -> str:
+        if self.rate_rps:
+            return f"open loop at {self.rate_rps:g} req/s (Poisson arrivals)"
+        return f"closed loop at concurrency {self.concurrency}"
 
 
 @dataclass
 class LoadResult:
-    """Every request of the measured window, after the warm-up."""
+    """Every request of a run (warm-up included) and the measured window."""
 
-    latencies_ms: list[float] = field(default_factory=list)
-    statuses: dict[int, int] = field(default_factory=dict)
-    window_s: float = 0.0
+    model: str
+    records: list[Record]
+    window: Window
+    problems: dict[str, int] = field(default_factory=dict)  # failure text -> count, whole run
+    metrics_before: str = ""  # the /metrics text at the window's start and end, when scraped
+    metrics_after: str = ""
 
-    @property
-    def completed(self) -> int:
-        return len(self.latencies_ms)
+    def figures(self) -> Measured:
+        """Requests, failures, throughput and p50/p95/p99 of the window, as the gate computes them."""
+        return measure(self.records, self.model, self.window)
 
-    @property
-    def errors(self) -> int:
-        return sum(count for status, count in self.statuses.items() if status != 200)
+    def latency_ms(self, q: float) -> float | None:
+        """Nearest-rank percentile ``q`` (0..100) of the window's answered requests."""
+        latencies = [
+            r.response_time_ms
+            for r in self.records
+            if r.response_time_ms is not None and self.window.contains(r.start)
+        ]
+        return percentile(latencies, q) if latencies else None
 
-    @property
-    def throughput(self) -> float:
-        return self.completed / self.window_s if self.window_s else 0.0
-
-    def percentile(self, q: float) -> float:
-        """Nearest-rank percentile (q in 0..100) of the exact latencies."""
-        if not self.latencies_ms:
-            return float("nan")
-        ordered = sorted(self.latencies_ms)
-        rank = max(1, int(-(-q * len(ordered) // 100)))
-        return ordered[min(rank, len(ordered)) - 1]
-
-
-async def _one_client(
-    host: str,
-    port: int,
-    request_heads: Sequence[bytes],
-    bodies: Sequence[bytes],
-    offset: int,
-    measure_from: float,
-    stop_at: float,
-    result: LoadResult,
-) -> None:
-    reader, writer = await asyncio.open_connection(host, port)
-    index = offset
-    try:
-        while time.perf_counter() < stop_at:
-            slot = index % len(bodies)
-            index += 1
-            started = time.perf_counter()
-            writer.write(request_heads[slot] + bodies[slot])
-            await writer.drain()
-            status_line = await reader.readline()
-            status = int(status_line.split()[1])
-            length = 0
-            while True:
-                line = await reader.readline()
-                if line in (b"\r\n", b""):
-                    break
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value.strip())
-            if length:
-                await reader.readexactly(length)
-            finished = time.perf_counter()
-            if started >= measure_from and finished <= stop_at:
-                result.latencies_ms.append(1000 * (finished - started))
-                result.statuses[status] = result.statuses.get(status, 0) + 1
-    finally:
-        writer.close()
+    def statuses(self) -> dict[int, int]:
+        """How many requests of the window got each HTTP status (``NO_ANSWER`` for none)."""
+        counts: dict[int, int] = {}
+        for record in self.records:
+            if self.window.contains(record.start):
+                counts[record.status] = counts.get(record.status, 0) + 1
+        return counts
 
 
-def closed_loop(
-    url: str,
-    bodies: Sequence[bytes],
-    headers: dict[str, str],
-    concurrency: int,
-    duration_s: float,
-    warmup_s: float,
-) -> LoadResult:
-    """``concurrency`` clients each send the next body as soon as the last answer came."""
-    parsed = urlparse(url)
-    host, port = parsed.hostname or "127.0.0.1", parsed.port or 80
-    heads = []
-    for body in bodies:
-        lines = [f"POST {parsed.path} HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {len(body)}"]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
-        heads.append(("\r\n".join(lines) + "\r\n\r\n").encode())
-    result = LoadResult(window_s=duration_s)
+# ---------------------------------------------------------------- one connection
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
+    """Status, body and whether the server keeps the connection open, of one HTTP/1.1 answer
+    (Content-Length, chunked, or a body up to the close)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head[:-4].split(b"\r\n")
+    status = int(lines[0].split()[1])
+    length, chunked, keep_alive = None, False, True
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        name, value = name.strip().lower(), value.strip().lower()
+        if name == b"content-length":
+            length = int(value)
+        elif name == b"transfer-encoding":
+            chunked = b"chunked" in value
+        elif name == b"connection":
+            keep_alive = value != b"close"
+    if chunked:
+        return status, await _read_chunks(reader), keep_alive
+    if length is None:
+        return status, (b"" if keep_alive else await reader.read()), keep_alive
+    return status, await reader.readexactly(length), keep_alive
 
-    async def run() -> None:
-        now = time.perf_counter()
-        measure_from, stop_at = now + warmup_s, now + warmup_s + duration_s
-        await asyncio.gather(
-            *(
-                _one_client(host, port, heads, bodies, i * 7, measure_from, stop_at, result)
-                for i in range(concurrency)
+
+async def _read_chunks(reader: asyncio.StreamReader) -> bytes:
+    parts = []
+    while size := int((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16):
+        parts.append(await reader.readexactly(size))
+        await reader.readexactly(2)  # the CRLF after the chunk
+    while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers up to the empty line
+        pass
+    return b"".join(parts)
+
+
+class Connection:
+    """One keep-alive connection, one request at a time; opened on first use and again
+    after the server closed it."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, message: bytes) -> tuple[int, bytes]:
+        """Send one whole request (head and body) and read its answer."""
+        if self.reader is None or self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        try:
+            self.writer.write(message)
+            await self.writer.drain()
+            status, body, keep_alive = await read_response(self.reader)
+        except BaseException:
+            self.close()
+            raise
+        if not keep_alive:
+            self.close()
+        return status, body
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
+# ---------------------------------------------------------------- the driver
+class LoadDriver:
+    """POSTs ``bodies`` in turn to ``url`` and records every request.
+
+    ``content_types`` is one type for every body or one per body; ``check`` judges each
+    answer (a problem text, or None when it passed); ``model`` labels the records (default:
+    the URL's last path segment, as in ``/predictions/<model>``).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        bodies: Sequence[bytes],
+        *,
+        content_types: str | Sequence[str] = "application/octet-stream",
+        headers: dict[str, str] | None = None,
+        model: str | None = None,
+        check: ResponseCheck = expect_ok,
+        request_timeout_s: float = 30.0,
+        max_in_flight: int = 256,
+    ) -> None:
+        if not bodies:
+            raise ValueError("no request bodies to send")
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.model = model or parts.path.rstrip("/").rsplit("/", 1)[-1]
+        self.check, self.request_timeout_s, self.max_in_flight = check, request_timeout_s, max_in_flight
+        types = [content_types] * len(bodies) if isinstance(content_types, str) else content_types
+        fixed = f"POST {parts.path or '/'} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n" + "".join(
+            f"{name}: {value}\r\n" for name, value in (headers or {}).items()
+        )
+        self.messages = [
+            f"{fixed}Content-Type: {kind}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+            for body, kind in zip(bodies, types, strict=True)
+        ]
+        self.records: list[Record] = []
+        self.problems: dict[str, int] = {}
+
+    def reset(self) -> None:
+        self.records, self.problems = [], {}
+
+    def add(self, record: Record) -> None:
+        self.records.append(record)
+        if record.problem is not None:
+            self.count_problem(record.problem)
+
+    def count_problem(self, problem: str) -> None:
+        key = problem[:80]
+        self.problems[key] = self.problems.get(key, 0) + 1
+
+    async def send(self, connection: Connection, index: int, due: float | None = None) -> None:
+        """One request; ``due`` (perf_counter) is when the open loop meant to send it."""
+        begin = time.perf_counter() if due is None else due
+        start = time.time() - (time.perf_counter() - begin)
+        status, body = NO_ANSWER, b""
+        try:
+            status, body = await asyncio.wait_for(
+                connection.request(self.messages[index % len(self.messages)]), self.request_timeout_s
             )
+            problem = self.check(status, body)
+        except CLIENT_ERRORS as exc:
+            connection.close()
+            problem = f"{type(exc).__name__}: {exc}"
+        latency_ms = 1000 * (time.perf_counter() - begin)
+        self.add(
+            Record(self.model, start, latency_ms, problem is None, status, problem, body if problem else b"")
         )
 
-    asyncio.run(run())
-    return result
+    async def closed_loop(self, users: int, keep_going: Callable[[], bool]) -> None:
+        """``users`` connections, each sending its next request as soon as the last answer came."""
+        step = max(1, len(self.messages) // users)
+
+        async def user(index: int) -> None:
+            connection = Connection(self.host, self.port)
+            try:
+                while keep_going():
+                    await self.send(connection, index)
+                    index += 1
+            finally:
+                connection.close()
+
+        await asyncio.gather(*(user(i * step) for i in range(users)))
+
+    async def open_loop(self, rate_rps: float, end_epoch: float) -> None:
+        """Poisson arrivals at ``rate_rps`` until ``end_epoch``, on a pool of idle connections."""
+        rng = random.Random(0)
+        idle: list[Connection] = []
+        in_flight: set[asyncio.Task[None]] = set()
+
+        async def pooled(index: int, due: float) -> None:
+            connection = idle.pop() if idle else Connection(self.host, self.port)
+            await self.send(connection, index, due)
+            idle.append(connection)
+
+        due, index = time.perf_counter(), 0
+        while time.time() < end_epoch:
+            due += rng.expovariate(rate_rps)
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            if len(in_flight) >= self.max_in_flight:
+                self.add(Record(self.model, time.time(), None, False, NO_ANSWER, "in-flight cap full"))
+                continue
+            task = asyncio.create_task(pooled(index, due))
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
+            index += 1
+        if in_flight:
+            await asyncio.gather(*in_flight)
+        for connection in idle:
+            connection.close()
+
+    def run(self, load: LoadSpec, scrape_metrics: Callable[[], str] | None = None) -> LoadResult:
+        """Warm-up, then the measured window; ``scrape_metrics`` (when given) is read at both
+        edges of the window, for counters such as the mean formed batch."""
+        return asyncio.run(self._run(load, scrape_metrics))
+
+    async def _run(self, load: LoadSpec, scrape_metrics: Callable[[], str] | None) -> LoadResult:
+        self.reset()
+        begin = time.time() + load.warmup_s
+        window = Window(begin, begin + load.measure_s)
+        scraped: dict[float, str] = {}
+
+        async def scrape_at(moment: float, scrape: Callable[[], str]) -> None:
+            await asyncio.sleep(max(0.0, moment - time.time()))
+            try:
+                scraped[moment] = await asyncio.to_thread(scrape)
+            except Exception as exc:  # a failed scrape only loses what the counters tell
+                self.count_problem(f"metrics scrape: {type(exc).__name__}")
+
+        scrapers = []
+        if scrape_metrics is not None:
+            scrapers = [asyncio.create_task(scrape_at(edge, scrape_metrics)) for edge in (begin, window.end)]
+        if load.rate_rps:
+            await self.open_loop(load.rate_rps, window.end)
+        else:
+            await self.closed_loop(load.concurrency, lambda: time.time() < window.end)
+        await asyncio.gather(*scrapers)
+        return LoadResult(
+            self.model,
+            self.records,
+            window,
+            self.problems,
+            scraped.get(begin, ""),
+            scraped.get(window.end, ""),
+        )
+
+
+class BackgroundLoad:
+    """A closed loop of ``users`` on its own thread while the ``with`` block runs, for tests
+    that act on the server meanwhile (kill a worker, sample memory). ``records`` grows live;
+    on exit every request in flight is let finish."""
+
+    def __init__(self, driver: LoadDriver, users: int) -> None:
+        self.driver = driver
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(driver.closed_loop(users, lambda: not self._stop.is_set())),
+            name=f"load-{driver.model}",
+            daemon=True,
+        )
+
+    @property
+    def records(self) -> list[Record]:
+        return self.driver.records
+
+    def __enter__(self) -> BackgroundLoad:
+        self.driver.reset()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.driver.request_timeout_s + 5)

@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import random
-import re
 import signal
 import socket
 import subprocess
@@ -25,6 +24,7 @@ from typing import Any
 
 import requests
 
+from tsbatch.client.metrics import model_counters
 from tsbatch.config.properties import (
     format_models,
     model_settings,
@@ -170,12 +170,7 @@ class TorchServe:
 
     def model_counters(self, model: str, names: list[str]) -> dict[str, float]:
         """Each named Prometheus metric for ``model``, summed over its other labels (0 if absent)."""
-        text = self.metrics_text()
-        values = {}
-        for name in names:
-            pattern = rf'^{re.escape(name)}\{{[^}}]*ModelName="{re.escape(model)}"[^}}]*\}} (\S+)$'
-            values[name] = sum(float(v) for v in re.findall(pattern, text, flags=re.MULTILINE))
-        return values
+        return model_counters(self.metrics_text(), model, names)
 
     def settled_counters(
         self,

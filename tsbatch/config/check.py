@@ -12,7 +12,6 @@ import argparse
 import difflib
 import ipaddress
 import os
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +20,9 @@ from urllib.parse import urlparse
 
 import yaml
 
-from tsbatch.build.manifest import DEFAULT_MANIFEST, Manifest, load_manifest
-from tsbatch.client.process import DEFAULT_PROPERTIES
+from tsbatch.build.manifest import Manifest, add_manifest_arguments, load_manifest
 from tsbatch.config.properties import BATCH_KEYS, PropertiesError, model_settings, read_properties
+from tsbatch.paths import DEFAULT_PROPERTIES
 
 # Keys TorchServe 0.12's ConfigManager reads (anything else is silently ignored).
 TORCHSERVE_KEYS = {
@@ -325,8 +324,7 @@ def check(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES)
-    parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
+    add_manifest_arguments(parser, choose_models=False)
     parser.add_argument("--no-archives", action="store_true", help="check the file only")
     parser.add_argument("--strict", action="store_true", help="warnings fail too")
     args = parser.parse_args(argv)
@@ -337,7 +335,3 @@ def main(argv: list[str] | None = None) -> int:
     warnings = [p for p in problems if p.severity == "warning"]
     print(f"{args.properties}: {len(errors)} error(s), {len(warnings)} warning(s)")
     return 1 if errors or (args.strict and warnings) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

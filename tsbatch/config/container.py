@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 
 from tsbatch.config.properties import replace_entry
-from tsbatch.paths import REPO_ROOT
+from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 
-SOURCE = REPO_ROOT / "config.properties"
 TARGET = REPO_ROOT / "deploy" / "config.container.properties"
 APP_DIR = "/app"  # where the Dockerfile puts the repository's runtime files
 
@@ -59,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--source", type=Path, default=SOURCE)
+    parser.add_argument("--source", type=Path, default=DEFAULT_PROPERTIES)
     parser.add_argument("--output", type=Path, default=TARGET)
     parser.add_argument("--check", action="store_true", help="exit 1 if the output file is stale")
     args = parser.parse_args(argv)
@@ -73,7 +72,3 @@ def main(argv: list[str] | None = None) -> int:
     args.output.write_text(expected)
     print(f"wrote {args.output}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

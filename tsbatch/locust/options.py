@@ -1,5 +1,8 @@
-"""Run settings from Locust's parsed options, kept free of Locust imports so they unit-test cleanly
-(importing locust monkey-patches the whole process with gevent)."""
+"""The load test's command-line options and the run settings read back from them.
+
+Kept free of Locust imports so they unit-test cleanly (importing locust monkey-patches the
+whole process with gevent); :mod:`tsbatch.locust.plugin` registers :func:`add_options`.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +10,77 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tsbatch.locust.shapes import ShapeParams
+from tsbatch.client.auth import DEFAULT_KEY_FILE
+from tsbatch.locust.shapes import SHAPES, ShapeParams
+from tsbatch.paths import DEFAULT_SLA_FILE
 from tsbatch.sla.profiles import Sla, SlaError, load_profile
 
 DEFAULT_MIX = "resnet18=1,bert_intent=1"
+
+
+def add_options(parser: Any) -> None:
+    """The load test's own options, next to Locust's (``include_in_web_ui`` is Locust's extension)."""
+    parser.add_argument("--sla-file", default=str(DEFAULT_SLA_FILE), help="SLA targets file")
+    parser.add_argument(
+        "--sla-profile",
+        default="",
+        help="SLA profile in the SLA file (empty: $SLA_PROFILE, then the file's default)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=0.0,
+        help="seconds excluded after the ramp-up completes, on top of the ramp-up",
+    )
+    parser.add_argument(
+        "--sla-report", default="", include_in_web_ui=False, help="write the verdict as JSON to this file"
+    )
+    parser.add_argument(
+        "--mix", default=DEFAULT_MIX, help="traffic weights per model, e.g. resnet18=3,bert_intent=1"
+    )
+    parser.add_argument(
+        "--mode",
+        choices=["closed", "open"],
+        default="closed",
+        help="closed: each user waits for its answer before the next request; open: requests on a schedule",
+    )
+    parser.add_argument(
+        "--think-time", type=float, default=0.0, help="closed loop: seconds between a user's requests"
+    )
+    parser.add_argument(
+        "--user-rate",
+        type=float,
+        default=2.0,
+        help="open loop: requests/s each user issues (Poisson arrivals)",
+    )
+    parser.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=64,
+        help="open loop: per-user cap; requests due beyond it count as errors",
+    )
+    parser.add_argument(
+        "--shape", choices=list(SHAPES), default="steady", help="load shape (see docs/loadtest.md)"
+    )
+    parser.add_argument(
+        "--step-users", type=int, default=0, help="step shape: users added per step (0: users/4)"
+    )
+    parser.add_argument("--step-time", type=float, default=10.0, help="step shape: seconds per step")
+    parser.add_argument(
+        "--spike-users", type=int, default=0, help="spike shape: users at the peak (0: 3 x users)"
+    )
+    parser.add_argument(
+        "--spike-at", type=float, default=0.0, help="spike shape: seconds in (0: run time / 3)"
+    )
+    parser.add_argument(
+        "--spike-time", type=float, default=0.0, help="spike shape: seconds (0: run time / 6)"
+    )
+    parser.add_argument(
+        "--key-file", default=str(DEFAULT_KEY_FILE), help="TorchServe key_file.json (TS_INFERENCE_TOKEN wins)"
+    )
+    parser.add_argument(
+        "--payload-seed", type=int, default=0, include_in_web_ui=False, help="payload pool seed"
+    )
 
 
 def parse_mix(text: str) -> dict[str, float]:

@@ -1,7 +1,8 @@
-"""Locust wiring for the SLA gate: custom options, exact-sample recording, verdict and exit code.
+"""Locust wiring for the SLA gate: event listeners that record exact samples and decide the exit code.
 
-Imported by ``loadtest/locustfile.py``; everything that can be a plain function lives in
-:mod:`tsbatch.sla.gate`, :mod:`tsbatch.locust.recorder` and :mod:`tsbatch.locust.shapes` instead.
+Imported by ``loadtest/locustfile.py``; everything that can be plain Python lives in
+:mod:`tsbatch.locust.options`, :mod:`tsbatch.locust.state`, :mod:`tsbatch.locust.recorder`,
+:mod:`tsbatch.locust.shapes` and :mod:`tsbatch.sla.gate` instead.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,118 +17,18 @@ import requests
 from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
-from tsbatch.client.auth import DEFAULT_KEY_FILE, inference_token
-from tsbatch.locust.options import DEFAULT_MIX, RunConfig, run_config
-from tsbatch.locust.recorder import SampleRecorder
-from tsbatch.locust.shapes import SHAPES
+from tsbatch.client.auth import inference_token
+from tsbatch.locust.options import add_options, run_config
+from tsbatch.locust.state import LoadTestState
+from tsbatch.locust.webui import add_sla_views
 from tsbatch.sla import gate
-from tsbatch.sla.profiles import DEFAULT_SLA_FILE, SlaError
-from tsbatch.workloads.payloads import Payload, image_pool, read_utterances, text_pool
+from tsbatch.sla.profiles import SlaError
 
 logger = logging.getLogger("loadtest")
 
 CONFIG_ERROR_EXIT_CODE = 2
 
-
-# ---------------------------------------------------------------- options
-@events.init_command_line_parser.add_listener
-def add_options(parser: Any) -> None:
-    parser.add_argument("--sla-file", default=str(DEFAULT_SLA_FILE), help="SLA targets file")
-    parser.add_argument(
-        "--sla-profile",
-        default="",
-        help="SLA profile in the SLA file (empty: $SLA_PROFILE, then the file's default)",
-    )
-    parser.add_argument(
-        "--warmup",
-        type=float,
-        default=0.0,
-        help="seconds excluded after the ramp-up completes, on top of the ramp-up",
-    )
-    parser.add_argument(
-        "--sla-report", default="", include_in_web_ui=False, help="write the verdict as JSON to this file"
-    )
-    parser.add_argument(
-        "--mix", default=DEFAULT_MIX, help="traffic weights per model, e.g. resnet18=3,bert_intent=1"
-    )
-    parser.add_argument(
-        "--mode",
-        choices=["closed", "open"],
-        default="closed",
-        help="closed: each user waits for its answer before the next request; open: requests on a schedule",
-    )
-    parser.add_argument(
-        "--think-time", type=float, default=0.0, help="closed loop: seconds between a user's requests"
-    )
-    parser.add_argument(
-        "--user-rate",
-        type=float,
-        default=2.0,
-        help="open loop: requests/s each user issues (Poisson arrivals)",
-    )
-    parser.add_argument(
-        "--max-in-flight",
-        type=int,
-        default=64,
-        help="open loop: per-user cap; requests due beyond it count as errors",
-    )
-    parser.add_argument(
-        "--shape", choices=list(SHAPES), default="steady", help="load shape (see loadtest/shapes.py)"
-    )
-    parser.add_argument(
-        "--step-users", type=int, default=0, help="step shape: users added per step (0: users/4)"
-    )
-    parser.add_argument("--step-time", type=float, default=10.0, help="step shape: seconds per step")
-    parser.add_argument(
-        "--spike-users", type=int, default=0, help="spike shape: users at the peak (0: 3 x users)"
-    )
-    parser.add_argument(
-        "--spike-at", type=float, default=0.0, help="spike shape: seconds in (0: run time / 3)"
-    )
-    parser.add_argument(
-        "--spike-time", type=float, default=0.0, help="spike shape: seconds (0: run time / 6)"
-    )
-    parser.add_argument(
-        "--key-file", default=str(DEFAULT_KEY_FILE), help="TorchServe key_file.json (TS_INFERENCE_TOKEN wins)"
-    )
-    parser.add_argument(
-        "--payload-seed", type=int, default=0, include_in_web_ui=False, help="payload pool seed"
-    )
-
-
-# ---------------------------------------------------------------- per-process state
-@dataclass
-class LoadTestState:
-    recorder: SampleRecorder = field(default_factory=SampleRecorder)
-    config: RunConfig | None = None
-    config_error: str | None = None
-    token: str | None = None
-    payloads: dict[str, list[Payload]] = field(default_factory=dict)
-    test_started: bool = False
-    final: list[gate.Verdict] | None = None
-
-    def payloads_for(self, model: str, seed: int) -> list[Payload]:
-        """Built once per process; unknown models get the image pool (most vision models take images)."""
-        if model not in self.payloads:
-            started = time.perf_counter()
-            if model == "bert_intent":
-                self.payloads[model] = text_pool(read_utterances(), seed=seed)
-            else:
-                self.payloads[model] = image_pool(seed=seed)
-            logger.info(
-                "%s: %d payloads ready in %.1f s",
-                model,
-                len(self.payloads[model]),
-                time.perf_counter() - started,
-            )
-        return self.payloads[model]
-
-    def live_verdicts(self) -> tuple[list[gate.Verdict], gate.Window]:
-        window = self.recorder.window()
-        if self.config is None:
-            return [], window
-        return gate.evaluate_all(self.recorder.samples, self.config.slas, self.config.models, window), window
-
+events.init_command_line_parser.add_listener(add_options)
 
 STATE = LoadTestState()
 
@@ -169,9 +69,7 @@ def on_init(environment: Any, **_: Any) -> None:
     if options is None:
         return
     if environment.web_ui is not None:
-        from tsbatch.locust.webui import install  # Flask only where a web UI runs
-
-        install(environment, STATE)
+        add_sla_views(environment, STATE)
     STATE.recorder.warmup_s = options.warmup
     try:
         STATE.config = run_config(options)

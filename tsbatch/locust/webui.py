@@ -12,14 +12,12 @@ Two views of the same rows (:func:`tsbatch.sla.gate.table_rows`):
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flask import Response, request
 
+from tsbatch.locust.state import LoadTestState
 from tsbatch.sla import gate
-
-if TYPE_CHECKING:
-    from tsbatch.locust.plugin import LoadTestState
 
 TAB_KEY = "sla"
 COLUMNS = (
@@ -63,7 +61,8 @@ def live_rows(state: LoadTestState) -> tuple[list[dict[str, str]], dict[str, Any
     return [status_row, *rows], summary
 
 
-def install(environment: Any, state: LoadTestState) -> None:
+def add_sla_views(environment: Any, state: LoadTestState) -> None:
+    """Declare the tab and add the ``/sla`` page and ``/sla/data`` to Locust's Flask app."""
     web_ui = environment.web_ui
     web_ui.template_args["extendedTabs"] = [{"title": "SLA gate", "key": TAB_KEY}]
     web_ui.template_args["extendedTables"] = [

@@ -2,11 +2,8 @@
 
 Locust's own statistics round response times into buckets before computing percentiles,
 so the gate keeps every request's exact response time (a :class:`Sample`) and computes
-the figures here. Percentiles use the **nearest-rank** definition: the p-th percentile of
-n values is the smallest value with at least p% of the values at or below it, i.e. the
-value at 1-based rank ``ceil(p/100 * n)`` of the sorted values. It is always a latency
-that really happened (no interpolation between two requests) and it errs high on small
-samples, which is the safe side for a gate.
+the figures here, with the toolkit's one nearest-rank :func:`~tsbatch.sla.percentile.percentile`:
+always a latency that really happened, erring high on small samples (the safe side for a gate).
 
 The measured window excludes the ramp-up: only requests *sent* at or after the window
 start (and before its end) count. Throughput is successful requests per second of window.
@@ -107,6 +104,14 @@ class Measured:
         return getattr(self, name)
 
 
+def latency_percentiles(latencies: Sequence[float]) -> tuple[float | None, float | None, float | None]:
+    """p50, p95 and p99 of sorted latencies; all ``None`` when nothing answered."""
+    if not latencies:
+        return None, None, None
+    p50, p95, p99 = (percentile(latencies, q, is_sorted=True) for q in (50, 95, 99))
+    return p50, p95, p99
+
+
 def measure(samples: Iterable[Sample], model: str, window: Window) -> Measured:
     """Figures of ``model`` over the requests sent inside ``window``."""
     latencies: list[float] = []
@@ -119,8 +124,7 @@ def measure(samples: Iterable[Sample], model: str, window: Window) -> Measured:
         if sample.response_time_ms is not None:
             latencies.append(sample.response_time_ms)
     latencies.sort()
-    p50, p95, p99 = (percentile(latencies, q, is_sorted=True) if latencies else None for q in (50, 95, 99))
-    return Measured(model, requests, failures, window.seconds, p50, p95, p99)
+    return Measured(model, requests, failures, window.seconds, *latency_percentiles(latencies))
 
 
 @dataclass(frozen=True)
@@ -185,10 +189,9 @@ def gate_exit_code(verdicts: Sequence[Verdict]) -> int:
 
 # ---------------------------------------------------------------- presentation
 def format_value(figure: str, value: float) -> str:
+    """Error rates as percentages, latencies and throughputs to a tenth."""
     if figure == "max_error_rate":
         return f"{value * 100:.2f}%"
-    if figure == "min_throughput_rps":
-        return f"{value:.1f}"
     return f"{value:.1f}"
 
 
@@ -302,11 +305,12 @@ def level_stats(samples: Sequence[Sample], levels: Sequence[LoadLevel]) -> list[
         latencies = sorted(s.response_time_ms for s in chosen if s.response_time_ms is not None)
         failures = sum(not s.ok for s in chosen)
         seconds = window.seconds
-        p50, p95, p99 = (
-            percentile(latencies, q, is_sorted=True) if latencies else None for q in (50, 95, 99)
-        )
         throughput = (len(chosen) - failures) / seconds if seconds > 0 else 0.0
-        stats.append(LevelStats(level.users, seconds, len(chosen), failures, throughput, p50, p95, p99))
+        stats.append(
+            LevelStats(
+                level.users, seconds, len(chosen), failures, throughput, *latency_percentiles(latencies)
+            )
+        )
     return stats
 
 

@@ -10,11 +10,9 @@ from tsbatch.analysis.selection import (
     TunePoint,
     allowed_delays,
     batch_one_baseline,
-    counter_total,
     knee_batch_size,
     largest_within_budget,
     longer_delay_pointless,
-    mean_formed_batch,
     power_of_two_batch_sizes,
     reachable_batch_sizes,
     select_configuration,
@@ -206,39 +204,6 @@ def test_a_lane_stops_on_errors_or_a_failed_point() -> None:
     why = stop_growing_batch([point(1, 90, 150), point(4, 300, 110, error_rate=0.2)], SLA)
     assert why is not None and "overloaded" in why
     assert stop_growing_batch([point(4, 0, math.nan, failure="x")], SLA) == "b4 d5 w1 could not be measured"
-
-
-# ---------------------------------------------------------------- metrics endpoint
-METRICS_BEFORE = """\
-# HELP BatchesTotal Torchserve prometheus counter metric with unit: count
-# TYPE BatchesTotal counter
-BatchesTotal{ModelName="resnet18",Level="Model",Hostname="vm",} 20.0
-BatchesTotal{ModelName="bert_intent",Level="Model",Hostname="vm",} 7.0
-# HELP BatchedRequestsTotal Torchserve prometheus counter metric with unit: count
-# TYPE BatchedRequestsTotal counter
-BatchedRequestsTotal{ModelName="resnet18",Level="Model",Hostname="vm",} 20.0
-BatchedRequestsTotal{ModelName="bert_intent",Level="Model",Hostname="vm",} 50.0
-ts_inference_requests_total{model_name="resnet18",model_version="default",hostname="vm",} 20.0
-"""
-METRICS_AFTER = METRICS_BEFORE.replace(
-    'BatchesTotal{ModelName="resnet18",Level="Model",Hostname="vm",} 20.0',
-    'BatchesTotal{ModelName="resnet18",Level="Model",Hostname="vm",} 120.0',
-).replace(
-    'BatchedRequestsTotal{ModelName="resnet18",Level="Model",Hostname="vm",} 20.0',
-    'BatchedRequestsTotal{ModelName="resnet18",Level="Model",Hostname="vm",} 670.0',
-)
-
-
-def test_counters_are_read_per_model_label() -> None:
-    assert counter_total(METRICS_BEFORE, "BatchesTotal", "resnet18") == 20.0
-    assert counter_total(METRICS_BEFORE, "BatchedRequestsTotal", "bert_intent") == 50.0
-    assert counter_total(METRICS_BEFORE, "BatchesTotal", "absent") == 0.0
-    assert counter_total(METRICS_BEFORE, "Batches", "resnet18") == 0.0  # no prefix matches
-
-
-def test_mean_formed_batch_is_the_rate_of_requests_over_batches() -> None:
-    assert mean_formed_batch(METRICS_BEFORE, METRICS_AFTER, "resnet18") == pytest.approx(650 / 100)
-    assert mean_formed_batch(METRICS_BEFORE, METRICS_AFTER, "bert_intent") is None  # no batch in the window
 
 
 def test_a_longer_delay_is_pointless_once_batches_come_full() -> None:

@@ -1,38 +1,13 @@
-"""The intent benchmark's own parts: its HTTP client parsing and its summary (no server)."""
+"""The intent benchmark's own parts: its settings and its summary (no server)."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from tsbatch.bench.intent import RunResult, parse_setting, percentile, read_response, summarize
+from tsbatch.bench.intent import RunResult, parse_setting, summarize
 
 
-def parse(raw: bytes) -> tuple[int, bytes, bool]:
-    async def run() -> tuple[int, bytes, bool]:
-        reader = asyncio.StreamReader()
-        reader.feed_data(raw)
-        reader.feed_eof()
-        return await read_response(reader)
-
-    return asyncio.run(run())
-
-
-def test_read_response_handles_length_and_chunked_bodies() -> None:
-    assert parse(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello") == (200, b"hello", True)
-    chunked = (
-        b"HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
-    )
-    assert parse(chunked) == (400, b"abcde", True)
-    closing = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
-    assert parse(closing) == (503, b"", False)
-
-
-def test_percentile_and_settings() -> None:
-    values = [float(v) for v in range(1, 101)]
-    assert percentile(values, 0.5) == 50.0
-    assert percentile(values, 0.99) == 99.0
+def test_settings_are_workers_x_threads() -> None:
     assert parse_setting("2x1") == (2, 1)
     assert parse_setting("1X2") == (1, 2)
     assert parse_setting("3") == (3, 1)

@@ -6,8 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from tsbatch.build import artifacts
-from tsbatch.build.pipeline import EXPORT_INPUTS_FILE, export_inputs, needs_export
 from tsbatch.build.manifest import ModelSpec
+from tsbatch.build.pipeline import EXPORT_INPUTS_FILE, export_inputs, needs_export
 
 
 def make_spec(root: Path, **settings: object) -> ModelSpec:

@@ -10,21 +10,18 @@ from pathlib import Path
 from deploy.probe import Client, local_url, read_simple_properties
 from tsbatch.config import container as container_config
 from tsbatch.config.properties import model_settings, parse_entries, read_properties
-from tsbatch.paths import REPO_ROOT
-
-SOURCE = REPO_ROOT / "config.properties"
-TARGET = REPO_ROOT / "deploy" / "config.container.properties"
+from tsbatch.paths import DEFAULT_PROPERTIES
 
 
 def test_committed_container_config_is_current() -> None:
-    assert TARGET.read_text() == container_config.render(SOURCE.read_text()), (
+    assert container_config.TARGET.read_text() == container_config.render(DEFAULT_PROPERTIES.read_text()), (
         "deploy/config.container.properties is stale: run `python -m deploy.container_config`"
     )
     assert container_config.main(["--check"]) == 0
 
 
 def test_container_config_keeps_every_setting_but_addresses_and_paths() -> None:
-    source, container = read_properties(SOURCE), read_properties(TARGET)
+    source, container = read_properties(DEFAULT_PROPERTIES), read_properties(container_config.TARGET)
     assert model_settings(container) == model_settings(source), "models= must be identical"
     changed = {key for key in source.keys() | container.keys() if source.get(key) != container.get(key)}
     assert changed == set(container_config.CONTAINER_ENTRIES)
@@ -36,7 +33,7 @@ def test_container_config_keeps_every_setting_but_addresses_and_paths() -> None:
 
 
 def test_render_follows_a_changed_source() -> None:
-    text = SOURCE.read_text().replace("job_queue_size=64", "job_queue_size=7")
+    text = DEFAULT_PROPERTIES.read_text().replace("job_queue_size=64", "job_queue_size=7")
     rendered = read_properties_text(container_config.render(text))
     assert rendered["job_queue_size"] == "7"
     assert rendered["inference_address"] == "http://0.0.0.0:8080"
@@ -54,9 +51,9 @@ def read_properties_text(text: str) -> dict[str, str]:
 
 # ---------------------------------------------------------------- probe, offline parts
 def test_probe_reads_single_line_entries_and_skips_the_models_json() -> None:
-    values = read_simple_properties(TARGET)
+    values = read_simple_properties(container_config.TARGET)
     assert values["management_address"] == "http://0.0.0.0:8081"
-    assert values["load_models"] == read_properties(TARGET)["load_models"]
+    assert values["load_models"] == read_properties(container_config.TARGET)["load_models"]
     assert not any(key.startswith('"') for key in values), "continuation lines must not become keys"
 
 
@@ -78,9 +75,10 @@ def test_probe_knows_the_models_to_wait_for_and_when_a_key_expired(tmp_path: Pat
             }
         )
     )
-    client = Client(TARGET, key_file, timeout=1)
+    client = Client(container_config.TARGET, key_file, timeout=1)
     assert client.models == [
-        name.removesuffix(".mar") for name in read_properties(TARGET)["load_models"].split(",")
+        name.removesuffix(".mar")
+        for name in read_properties(container_config.TARGET)["load_models"].split(",")
     ]
     assert client.expired("management") and not client.expired("inference") and not client.expired("API")
     assert client.management == "http://127.0.0.1:8081"

@@ -9,27 +9,13 @@ import pytest
 import torch
 
 from intent_handler import IntentClassifierHandler
+from tests.conftest import tiny_encoder
 from tests.fakes import FakeContext
 from tsbatch.build.intent.export import trace
-from tsbatch.build.intent.train import IntentClassifier, save_tokenizer
+from tsbatch.build.intent.model import IntentClassifier, save_tokenizer
 
 TINY_LABELS = ["balance", "card_declined", "transfer", "oos"]
 MAX_LENGTH = 16
-
-
-def tiny_encoder() -> torch.nn.Module:
-    from transformers import BertConfig, BertModel
-
-    config = BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        attn_implementation="eager",
-    )
-    return BertModel(config)
 
 
 @pytest.fixture(scope="module")
@@ -150,10 +136,10 @@ def test_length_aware_passes_and_padding_efficiency(handler_and_context) -> None
     texts = ["hi", "ok", "yes", "why was my card declined at the gas station yesterday evening again"]
     handler.handle([body(t) for t in texts], context)
     report = handler.last_report
-    assert report.extra["forward_passes"] == 2  # the long outlier ran alone
-    assert report.padded_tokens == report.real_tokens  # so nothing was padded
+    assert report.padding.forward_passes == 2  # the long outlier ran alone
+    assert report.padding.padded_tokens == report.padding.real_tokens  # so nothing was padded
     handler.handle([body("hi"), body("no")], context)
-    assert handler.last_report.extra["forward_passes"] == 1
+    assert handler.last_report.padding.forward_passes == 1
     emitted = context.metrics.metrics["PaddingEfficiency"].values
     assert emitted and emitted[-1][0] == pytest.approx(100.0)
 
@@ -163,9 +149,9 @@ def test_one_pass_when_splitting_is_off(tiny_intent_model_dir, fake_context_fact
     texts = ["hi", "balance " * 30]
     handler.handle([body(t) for t in texts], context)
     report = handler.last_report
-    assert report.extra["forward_passes"] == 1
-    assert report.real_tokens < report.padded_tokens == 2 * MAX_LENGTH
-    assert report.padding_efficiency < 100
+    assert report.padding.forward_passes == 1
+    assert report.padding.real_tokens < report.padding.padded_tokens == 2 * MAX_LENGTH
+    assert report.padding.efficiency < 1
 
 
 def test_token_budget_caps_each_pass(tiny_intent_model_dir, fake_context_factory) -> None:
@@ -175,14 +161,14 @@ def test_token_budget_caps_each_pass(tiny_intent_model_dir, fake_context_factory
     texts = ["word " * 30] * 3 + ["hi"]
     responses = handler.handle([body(t) for t in texts], context)
     assert all(context.status(i) == 200 for i in range(4))
-    assert handler.last_report.extra["forward_passes"] == 4
+    assert handler.last_report.padding.forward_passes == 4
     assert responses[0]["top_k"] == responses[1]["top_k"] == responses[2]["top_k"]
 
 
 def test_all_bad_batch_reports_no_tokens(handler_and_context) -> None:
     handler, context = handler_and_context
     handler.handle([body("")], context)
-    assert handler.last_report.padded_tokens is None
+    assert handler.last_report.padding is None
     assert context.status(0) == 400
 
 

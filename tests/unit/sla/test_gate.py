@@ -1,4 +1,4 @@
-"""The SLA gate's arithmetic on known inputs: percentiles, the measured window, verdicts."""
+"""The SLA gate's arithmetic on known inputs: the measured window, verdicts, load levels."""
 
 from __future__ import annotations
 
@@ -6,50 +6,11 @@ import json
 
 import pytest
 
-from tsbatch.locust.recorder import SampleRecorder
 from tsbatch.sla import gate
 from tsbatch.sla.gate import LoadLevel, Sample, Window
 from tsbatch.sla.profiles import Sla
 
 SLA = Sla("resnet18", "test", p50_ms=20, p95_ms=40, p99_ms=60, max_error_rate=0.02, min_throughput_rps=5)
-
-
-# ---------------------------------------------------------------- percentile
-def test_nearest_rank_on_the_textbook_example() -> None:
-    values = [15, 20, 35, 40, 50]
-    assert gate.percentile(values, 5) == 15
-    assert gate.percentile(values, 30) == 20
-    assert gate.percentile(values, 40) == 20
-    assert gate.percentile(values, 50) == 35
-    assert gate.percentile(values, 100) == 50
-
-
-def test_percentiles_of_1_to_100_are_the_ranks_themselves() -> None:
-    values = list(range(100, 0, -1))  # unsorted on purpose
-    assert [gate.percentile(values, q) for q in (50, 95, 99, 100)] == [50, 95, 99, 100]
-
-
-def test_percentile_is_always_an_observed_value_rounded_up() -> None:
-    # 10 values: p95 -> rank ceil(9.5) = 10 -> the slowest, not an interpolation.
-    values = [1.0] * 9 + [500.0]
-    assert gate.percentile(values, 95) == 500.0
-    assert gate.percentile(values, 90) == 1.0
-    assert gate.percentile([7.25], 99) == 7.25
-
-
-def test_percentile_keeps_sub_millisecond_precision() -> None:
-    assert gate.percentile([0.4, 0.6, 0.8], 50) == 0.6
-
-
-@pytest.mark.parametrize("q", [-1, 100.5])
-def test_percentile_rejects_out_of_range(q: float) -> None:
-    with pytest.raises(ValueError):
-        gate.percentile([1.0], q)
-
-
-def test_percentile_of_nothing_is_an_error() -> None:
-    with pytest.raises(ValueError):
-        gate.percentile([], 50)
 
 
 # ---------------------------------------------------------------- window and measurement
@@ -76,40 +37,6 @@ def test_ramp_up_exclusion_decides_the_verdict() -> None:
     assert after_ramp.passed
     assert not whole_run.passed
     assert {c.figure for c in whole_run.breaches} == {"p95_ms", "p99_ms", "max_error_rate"}
-
-
-def test_recorder_window_starts_at_spawning_complete_plus_warmup() -> None:
-    recorder = SampleRecorder(warmup_s=2.0, clock=lambda: 200.0)
-    assert recorder.window().start is None  # still ramping up: nothing measured yet
-    recorder.ramp_up_done(when=100.0)
-    recorder.ramp_up_done(when=150.0)  # a later spawning_complete (shape step) does not move it
-    recorder.stopped(when=110.0)
-    window = recorder.window()
-    assert (window.start, window.end, window.seconds) == (102.0, 110.0, 8.0)
-    for sample in samples_with_slow_ramp_up():
-        recorder.record(sample.model, sample.start, sample.response_time_ms, sample.ok)
-    measured = gate.measure(recorder.samples, "resnet18", recorder.window())
-    assert measured.requests == 80  # 100 <= t < 102 is warm-up too
-
-
-def test_recorder_window_is_empty_when_stopped_during_warmup() -> None:
-    recorder = SampleRecorder(warmup_s=30.0)
-    recorder.ramp_up_done(when=100.0)
-    recorder.stopped(when=105.0)
-    assert recorder.window().seconds == 0.0
-
-
-def test_recorder_reset_and_drain() -> None:
-    recorder = SampleRecorder()
-    recorder.ramp_up_done(when=1.0)
-    recorder.record("resnet18", 2.0, 5.5, True)
-    rows = recorder.drain()
-    assert rows == [["resnet18", 2.0, 5.5, True]] and recorder.samples == []
-    master = SampleRecorder()
-    master.extend(rows)
-    assert master.samples == [Sample("resnet18", 2.0, 5.5, True)]
-    recorder.reset()
-    assert recorder.window().start is None
 
 
 def test_dropped_requests_count_as_errors_without_latency() -> None:
@@ -194,57 +121,3 @@ def test_level_stats_and_knee() -> None:
     assert [s.p50_ms for s in stats] == [20.0, 40.0, 60.0]
     assert gate.find_knee(stats) == 1
     assert "<- knee" in gate.format_levels(stats).splitlines()[3]
-
-
-def test_recorder_levels_skip_each_ramp() -> None:
-    recorder = SampleRecorder(clock=lambda: 30.0)
-    recorder.add_level(2, 1.0, when=0.0)
-    recorder.add_level(4, 1.0, when=10.0)
-    recorder.stopped(when=20.0)
-    assert recorder.load_levels() == [LoadLevel(2, 2.0, 10.0), LoadLevel(4, 12.0, 20.0)]
-
-
-# ---------------------------------------------------------------- web UI rows
-class StateWithSamples:
-    """What tsbatch.locust.webui reads from the plugin's state, without importing Locust."""
-
-    def __init__(self, recorder: SampleRecorder, config_error: str | None = None) -> None:
-        self.recorder = recorder
-        self.config_error = config_error
-
-    def live_verdicts(self) -> tuple[list[gate.Verdict], Window]:
-        window = self.recorder.window()
-        return gate.evaluate_all(self.recorder.samples, {"resnet18": SLA}, ["resnet18"], window), window
-
-
-def test_web_ui_rows_wait_during_ramp_up_then_judge() -> None:
-    from tsbatch.locust.webui import live_rows
-
-    now = [105.0]
-    recorder = SampleRecorder(clock=lambda: now[0])
-    recorder.record("resnet18", 101.0, 900.0, True)
-    rows, summary = live_rows(StateWithSamples(recorder))
-    assert summary["status"] == "WAIT" and {row["result"] for row in rows} == {"WAIT"}
-
-    recorder.ramp_up_done(when=102.0)
-    for i in range(100):
-        recorder.record("resnet18", 102.0 + i * 0.08, 10.0, True)
-    now[0] = 110.0
-    rows, summary = live_rows(StateWithSamples(recorder))
-    assert summary["status"] == "PASS" and summary["window_s"] == 8.0
-    assert (
-        rows[0]["measured"] == "8.0 s"
-        and rows[3]["figure"] == "p99 latency (ms)"
-        and rows[3]["measured"] == "10.0"
-    )
-
-    for i in range(
-        5
-    ):  # 5 slow failures in 105: 4.8% errors; p99 = rank 104 = 5000 ms, p95 = rank 100 = 10 ms
-        recorder.record("resnet18", 109.0 + i * 0.1, 5000.0, False)
-    _, summary = live_rows(StateWithSamples(recorder))
-    assert summary["status"] == "FAIL"
-    assert summary["breaches"] == [
-        "resnet18: p99_ms = 5000.0 ms, target <= 60.0 ms",
-        "resnet18: max_error_rate = 4.76%, target <= 2.00%",
-    ]

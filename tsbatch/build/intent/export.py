@@ -14,8 +14,6 @@ must follow ``map_location`` onto the worker's GPU). Writes into ``build/bert_in
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -27,20 +25,11 @@ import torch
 from batchkit.config import TextModelConfig, to_mapping
 from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.build import artifacts
-from tsbatch.build.manifest import ModelSpec, load_manifest
-from tsbatch.build.intent.train import (
-    DEFAULT_BASE_MODEL,
-    OOS_LABEL,
-    TOKENIZER_DIR,
-    IntentClassifier,
-    TrainingError,
-    TrainingOptions,
-    add_arguments,
-    data_from_settings,
-    print_report,
-    settings_from_arguments,
-    train_and_report,
-)
+from tsbatch.build.intent.cli import run_command
+from tsbatch.build.intent.data import OOS_LABEL, TrainingError
+from tsbatch.build.intent.model import TOKENIZER_DIR, IntentClassifier
+from tsbatch.build.intent.report import train_from_settings
+from tsbatch.build.manifest import ModelSpec
 
 VERIFY_LENGTHS = (1, 7, 23)  # plus max_length; token counts of the random verification rows
 
@@ -184,21 +173,9 @@ def export(spec: ModelSpec, settings: dict[str, Any] | None = None, out: Path | 
     out = out or spec.artifact_dir
     out.mkdir(parents=True, exist_ok=True)
     clear_artifacts(out)
-    training = dict(settings.get("training") or {})
-    base_model = str(settings.get("base_model", DEFAULT_BASE_MODEL))
+    data, trained, report = train_from_settings(spec, settings, out)
+    base_model = report["base_model"]
     max_length = int(settings.get("max_length", 64))
-    oos_label = str(settings.get("oos_label", OOS_LABEL))
-    data = data_from_settings(settings)
-    trained, report = train_and_report(
-        data,
-        base_model,
-        out,
-        max_length,
-        TrainingOptions.from_settings(training),
-        training.get("gates") or {},
-        model_name=spec.name,
-        oos_label=oos_label,
-    )
     texts = verification_texts(data.test)
     tokenizer = load_tokenizer(trained.tokenizer_dir, max_length)
     example = pad_to_longest(tokenize(tokenizer, texts[:: max(1, len(texts) // 3)]).ids, pad_id(tokenizer))
@@ -255,22 +232,4 @@ def export(spec: ModelSpec, settings: dict[str, Any] | None = None, out: Path | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    spec = load_manifest(args.manifest).model(args.model)
-    out = args.out or spec.artifact_dir
-    try:
-        export(spec, settings_from_arguments(spec.settings, args), out)
-    except TrainingError as exc:
-        print_report(out)
-        print(f"[export] FAILED: {exc}", file=sys.stderr)
-        return 1
-    print_report(out)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return run_command(__doc__ or "", argv, export, "export")

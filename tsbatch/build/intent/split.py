@@ -21,10 +21,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from tsbatch.paths import REPO_ROOT
+from tsbatch.paths import INTENT_DATA_DIR
 
-DATA_DIR = REPO_ROOT / "data" / "intents"
-RAW_DIR = DATA_DIR / "raw"
+RAW_DIR = INTENT_DATA_DIR / "raw"
 SPLIT_NAMES = ("train", "val", "test")
 DEFAULT_FRACTIONS = (0.6, 0.2, 0.2)
 DEFAULT_SEED = 13
@@ -120,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--raw", type=Path, nargs="+", help="raw CSV files (default: data/intents/raw/*.csv)")
-    parser.add_argument("--out", type=Path, default=DATA_DIR)
+    parser.add_argument("--out", type=Path, default=INTENT_DATA_DIR)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument(
         "--fractions", type=float, nargs=3, default=DEFAULT_FRACTIONS, metavar=("TRAIN", "VAL", "TEST")
@@ -151,7 +150,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[split] stale or missing (run python -m scripts.split_intents): {stale}", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

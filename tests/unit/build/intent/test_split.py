@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from tsbatch.build.intent.split import (
-    DATA_DIR,
     RAW_DIR,
     SPLIT_NAMES,
     SplitError,
@@ -17,6 +16,7 @@ from tsbatch.build.intent.split import (
     read_examples,
     split_examples,
 )
+from tsbatch.paths import INTENT_DATA_DIR
 
 BANKING = [
     "freeze_account",
@@ -55,7 +55,7 @@ CREDIT_CARDS = [
 
 
 def committed_splits() -> dict[str, list[tuple[str, str]]]:
-    return {name: read_examples([DATA_DIR / f"{name}.csv"]) for name in SPLIT_NAMES}
+    return {name: read_examples([INTENT_DATA_DIR / f"{name}.csv"]) for name in SPLIT_NAMES}
 
 
 def test_raw_data_has_the_issue_intents_and_enough_examples() -> None:

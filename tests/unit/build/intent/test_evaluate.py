@@ -1,0 +1,51 @@
+"""The served out-of-scope decision, threshold calibration, per-intent errors and the gates."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tsbatch.build.intent.evaluate import calibrate_threshold, check_gates, decide, evaluate
+
+LABELS = ["balance", "transfer", "oos"]
+
+
+def probabilities(rows: list[list[float]]) -> np.ndarray:
+    return np.asarray(rows, dtype=np.float64)
+
+
+def test_decide_uses_the_oos_class_and_the_threshold() -> None:
+    probs = probabilities([[0.9, 0.05, 0.05], [0.4, 0.35, 0.25], [0.1, 0.1, 0.8]])
+    assert decide(probs, LABELS, 0.0) == ["balance", "balance", "oos"]
+    assert decide(probs, LABELS, 0.5) == ["balance", "oos", "oos"]
+
+
+def test_calibrate_threshold_separates_low_confidence_oos() -> None:
+    # in-scope rows are confident; two oos rows slip through the oos class at ~0.4-0.45
+    probs = probabilities(
+        [
+            [0.9, 0.05, 0.05],
+            [0.05, 0.85, 0.1],
+            [0.8, 0.1, 0.1],
+            [0.45, 0.3, 0.25],
+            [0.3, 0.4, 0.3],
+            [0.1, 0.1, 0.8],
+        ]
+    )
+    truth = ["balance", "transfer", "balance", "oos", "oos", "oos"]
+    threshold, values = calibrate_threshold(probs, LABELS, truth)
+    assert 0.45 < threshold <= 0.8
+    assert values["in_scope_accuracy"] == 1.0 and values["oos_recall"] == 1.0
+
+
+def test_evaluate_lists_errors_per_intent_and_gates_fail_below_minimum() -> None:
+    examples = [("a", "balance"), ("b", "transfer"), ("c", "oos"), ("d", "oos")]
+    probs = probabilities([[0.9, 0.05, 0.05], [0.7, 0.2, 0.1], [0.1, 0.1, 0.8], [0.2, 0.7, 0.1]])
+    report = evaluate(probs, LABELS, examples, threshold=0.0)
+    assert report["in_scope_accuracy"] == 0.5 and report["oos_recall"] == 0.5
+    assert report["per_intent_errors"]["transfer"]["cases"] == [
+        {"text": "b", "predicted": "balance", "confidence": 0.7}
+    ]
+    assert report["per_intent_errors"]["oos"]["errors"] == 1
+    assert check_gates(report, {"in_scope_accuracy": 0.95, "oos_recall": 0.4}) == [
+        "test in_scope_accuracy 0.5000 < gate 0.95"
+    ]

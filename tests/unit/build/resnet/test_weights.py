@@ -1,0 +1,50 @@
+"""Where the ResNet's weights come from: the user's files or torchvision's (hub cache first)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+import torchvision
+
+from tsbatch.build.manifest import load_manifest
+from tsbatch.build.resnet.weights import (
+    ExportError,
+    cached_weights_path,
+    load_torchvision_weights,
+    load_user_weights,
+)
+
+
+@pytest.fixture
+def spec(tmp_path: Path):
+    spec = load_manifest().model("resnet18")
+    return replace(spec, build_dir=tmp_path / "build")
+
+
+def test_user_state_dict_with_labels(tmp_path: Path, spec) -> None:
+    model = torchvision.models.resnet18(num_classes=3)
+    torch.save(model.state_dict(), tmp_path / "weights.pth")
+    (tmp_path / "labels.txt").write_text("cat\ndog\nbird\n")
+    resolved = load_user_weights(tmp_path / "weights.pth", tmp_path / "labels.txt", "resnet18", spec.settings)
+    assert resolved.labels == ["cat", "dog", "bird"]
+    assert resolved.source == "user state_dict weights.pth"
+    assert (resolved.resize_size, resolved.crop_size) == (256, 224)
+    with pytest.raises(ExportError, match="needs a labels file"):
+        load_user_weights(tmp_path / "weights.pth", None, "resnet18", spec.settings)
+
+
+def test_torchvision_weights_come_from_the_local_hub_cache(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    weights = torchvision.models.ResNet18_Weights.IMAGENET1K_V1
+    assert load_torchvision_weights("resnet18", "IMAGENET1K_V1", allow_download=False) is None
+    cached = cached_weights_path(weights)
+    cached.parent.mkdir(parents=True)
+    torch.save(torchvision.models.resnet18().state_dict(), cached)
+    resolved = load_torchvision_weights("resnet18", "IMAGENET1K_V1", allow_download=False)
+    assert resolved is not None
+    assert resolved.source == "torchvision resnet18 IMAGENET1K_V1"
+    assert len(resolved.labels) == 1000 and resolved.labels[0] == "tench"
+    assert (resolved.resize_size, resolved.crop_size) == (256, 224)

@@ -1,0 +1,34 @@
+"""The inference token: $TS_INFERENCE_TOKEN first, then TorchServe's key file; expiry reported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tsbatch.client.auth import TOKEN_ENV, TokenError, auth_headers, inference_token
+
+
+def test_token_from_env_wins_over_key_file(tmp_path: Path) -> None:
+    key_file = tmp_path / "key_file.json"
+    key_file.write_text(
+        json.dumps({"management": {"key": "m"}, "inference": {"key": "i-key"}, "API": {"key": "a"}})
+    )
+    assert inference_token(key_file, env={})[0] == "i-key"
+    assert inference_token(key_file, env={TOKEN_ENV: "from-env"}) == ("from-env", f"${TOKEN_ENV}")
+    assert inference_token(tmp_path / "absent.json", env={})[0] is None
+    assert auth_headers("i-key") == {"Authorization": "Bearer i-key"}
+    assert auth_headers(None) == {}
+
+
+def test_expired_key_is_reported_and_bad_files_refused(tmp_path: Path) -> None:
+    key_file = tmp_path / "key_file.json"
+    key_file.write_text(
+        json.dumps({"inference": {"key": "k", "expiration time": "2001-01-01T00:00:00.123456789Z"}})
+    )
+    token, source = inference_token(key_file, env={})
+    assert token == "k" and "expiration time has passed" in source
+    key_file.write_text(json.dumps({"management": {"key": "m"}}))
+    with pytest.raises(TokenError):
+        inference_token(key_file, env={})

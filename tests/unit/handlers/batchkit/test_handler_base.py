@@ -1,0 +1,91 @@
+"""The TorchServe adapter: config, labels, statuses and reports, on a model-free handler."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from batchkit.config import ModelConfig
+from batchkit.errors import InvalidInput
+from batchkit.handler_base import BatchHandler
+from batchkit.metrics import BatchReport
+
+
+class DoublingHandler(BatchHandler[ModelConfig]):
+    """Numbers in, doubled numbers out: the pipeline without a model."""
+
+    config_type = ModelConfig
+
+    def load(self) -> None:
+        self.loaded_labels = list(self.labels)
+
+    def decode(self, body: Any) -> int:
+        if not isinstance(body, int):
+            raise InvalidInput("not a number")
+        return body
+
+    def infer(self, items: list[int]) -> list[int]:
+        return [2 * item for item in items]
+
+    def encode(self, output: int) -> dict[str, Any]:
+        return {"value": output, "label": self.labels[output % len(self.labels)]}
+
+    def warmup_items(self, count: int) -> list[int]:
+        return list(range(count))
+
+
+class BrokenReportHandler(DoublingHandler):
+    def annotate(self, report: BatchReport, outputs: list[Any]) -> None:
+        raise RuntimeError("report failed")
+
+
+@pytest.fixture
+def model_dir(tmp_path: Path) -> tuple[Path, dict]:
+    (tmp_path / "labels.json").write_text(json.dumps(["even", "odd", "other"]))
+    handler = {"model_name": "doubler", "model_file": "none.pt", "labels_file": "labels.json", "top_k": 9}
+    return tmp_path, {"batchSize": 4, "handler": handler}
+
+
+def started(handler: DoublingHandler, model_dir: tuple[Path, dict], fake_context_factory) -> Any:
+    context = fake_context_factory(*model_dir)
+    handler.initialize(context)
+    return context
+
+
+def test_labels_are_loaded_before_the_model_and_top_k_is_capped(model_dir, fake_context_factory) -> None:
+    handler = DoublingHandler()
+    started(handler, model_dir, fake_context_factory)
+    assert handler.initialized and handler.loaded_labels == ["even", "odd", "other"]
+    assert handler.top_k == 3 and handler.model_name == "doubler" and handler.max_batch_size == 4
+
+
+def test_errors_get_their_status_and_every_response_is_json(model_dir, fake_context_factory) -> None:
+    handler = DoublingHandler()
+    context = started(handler, model_dir, fake_context_factory)
+    responses = handler.handle([{"body": 1}, {"body": "x"}, {"data": 2}], context)
+    assert responses[0] == {"value": 2, "label": "other"} and responses[2] == {"value": 4, "label": "odd"}
+    assert responses[1] == {"error": {"type": "invalid_input", "message": "not a number"}}
+    assert context.statuses == {1: (400, "Bad Request")}
+    assert context.content_types == dict.fromkeys(range(3), "application/json")
+    report = handler.last_report
+    assert (report.batch_size, report.rejected, report.padding) == (3, 1, None)
+
+
+def test_a_failure_outside_the_pipeline_fails_the_batch_not_the_worker(
+    model_dir, fake_context_factory
+) -> None:
+    handler = BrokenReportHandler()
+    context = started(handler, model_dir, fake_context_factory)
+    responses = handler.handle([{"body": 1}, {"body": 2}], context)
+    assert [context.status(i) for i in range(2)] == [500, 500]
+    assert responses[0]["error"] == {"type": "inference_failed", "message": "RuntimeError: report failed"}
+    assert handler.last_report.batch_size == 2
+
+
+def test_a_config_without_a_handler_section_is_refused(model_dir, fake_context_factory) -> None:
+    directory, _ = model_dir
+    with pytest.raises(ValueError, match="no handler section"):
+        DoublingHandler().initialize(fake_context_factory(directory, {"batchSize": 4}))

@@ -1,0 +1,121 @@
+"""The rules the layout promises (docs/architecture.md), checked on the source itself.
+
+Imports are read with ``ast`` (nothing is imported), so a rule broken in a module that no
+test imports still fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tsbatch.paths import HANDLERS_DIR, REPO_ROOT
+
+MAX_MODULE_LINES = 400
+SOURCE_DIRS = ("tsbatch", "handlers", "scripts", "loadtest", "deploy")
+
+
+def source_files() -> Iterator[Path]:
+    for folder in SOURCE_DIRS:
+        yield from sorted((REPO_ROOT / folder).rglob("*.py"))
+
+
+def module_name(path: Path) -> str:
+    """The import name: handlers/ is an import root of its own (batchkit, the handler modules)."""
+    root = HANDLERS_DIR if path.is_relative_to(HANDLERS_DIR) else REPO_ROOT
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(path: Path, known: set[str]) -> set[str]:
+    """Every module of ``known`` that ``path`` imports, TYPE_CHECKING blocks and function bodies included."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}".strip(".")
+            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name:
+                found.add(name)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    paths = {module_name(path): path for path in source_files()}
+    known = set(paths)
+    return {name: imported_modules(path, known) - {name} for name, path in paths.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a list of modules, or None. A package's own ``__init__`` is its parent,
+    not a cycle, so edges from a module to the packages that contain it are left out."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if node.startswith(f"{target}."):
+                continue
+            if state.get(target) == 1:
+                return [*stack[stack.index(target) :], target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+def test_there_is_no_import_cycle() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"pkg.mod": {"pkg"}, "pkg": set()}) is None
+
+
+def test_handlers_never_import_the_toolkit() -> None:
+    """What goes into a .mar must run inside TorchServe without the toolkit installed."""
+    known = {module_name(path) for path in source_files()}
+    leaks = {
+        str(path.relative_to(REPO_ROOT)): sorted(
+            name
+            for name in imported_modules(path, known)
+            if name.split(".")[0] in ("tsbatch", "scripts", "deploy")
+        )
+        for path in HANDLERS_DIR.rglob("*.py")
+    }
+    assert not {path: names for path, names in leaks.items() if names}
+
+
+@pytest.mark.parametrize("path", list(source_files()), ids=lambda path: str(path.relative_to(REPO_ROOT)))
+def test_module_is_short_and_leaves_sys_path_alone(path: Path) -> None:
+    text = path.read_text()
+    assert len(text.splitlines()) <= MAX_MODULE_LINES, (
+        f"{path.name} is over {MAX_MODULE_LINES} lines: split it"
+    )
+    assert "sys.path" not in text, "imports resolve through the installed package, not sys.path edits"

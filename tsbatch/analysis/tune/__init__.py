@@ -1,0 +1,5 @@
+"""``make tune``: the SLA-driven batchSize x maxBatchDelay x workers search through TorchServe.
+
+``cli`` (the entry, ``main``), ``search`` (what to try and the pruned order), ``point``
+(package, serve, load and measure one configuration) and ``report`` (CSV, summary, apply).
+"""

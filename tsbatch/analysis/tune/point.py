@@ -1,0 +1,191 @@
+"""Measure one configuration of one model: package it, serve it, load it, read the figures.
+
+Every setting tried gets its own archive (TorchServe lets the archive's model-config.yaml
+win over config.properties, so the setting must be packaged in) in a temporary model
+store, and its own private TorchServe on free loopback ports, token auth on. The load
+client then sends the model's real request pool with each answer's schema checked, and
+the figures are the gate's (exact nearest-rank percentiles over the measured window) plus
+the mean batch the frontend really formed, from the metrics port's counters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tsbatch.analysis.selection import TunePoint
+from tsbatch.analysis.tune.search import settings_for
+from tsbatch.build.manifest import Manifest, ModelSpec
+from tsbatch.build.package import package
+from tsbatch.client.load import LoadDriver, LoadSpec
+from tsbatch.client.metrics import mean_formed_batch
+from tsbatch.client.process import TorchServe, start_instance
+from tsbatch.config.properties import update_model_settings
+from tsbatch.workloads.payloads import Payload, image_pool, text_pool
+from tsbatch.workloads.schemas import body_problems
+from tsbatch.workloads.utterances import read_utterances
+
+
+@dataclass(frozen=True)
+class Payloads:
+    """Request bodies of one model and the check its answers must pass: the Locust
+    scenario's own pools and schema checks (``tsbatch.workloads``)."""
+
+    model: str
+    items: list[Payload]
+
+    def check(self, status: int, body: bytes) -> str | None:
+        problems = body_problems(self.model, status, body)
+        return "; ".join(problems[:2]) if problems else None
+
+
+def payloads_for(spec: ModelSpec, seed: int = 0) -> Payloads:
+    """Digit drawings and photo-like images of many sizes and formats for an image model;
+    our held-out utterances (plain text and JSON, a few over max_length) for a text model."""
+    pool = image_pool(seed=seed) if spec.kind == "image" else text_pool(read_utterances(), seed=seed)
+    return Payloads(spec.name, pool)
+
+
+def nan_if_none(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def describe_point(point: TunePoint) -> str:
+    if point.failure:
+        return f"[tune] {point.model} {point.short_label:<12} FAILED {point.failure} ({point.seconds:.0f} s)"
+    batch = "-" if point.mean_batch_size is None else f"{point.mean_batch_size:.2f}"
+    return (
+        f"[tune] {point.model} {point.short_label:<12} {point.throughput_rps:7.1f} rps  p50 {point.p50_ms:6.0f}  "
+        f"p95 {point.p95_ms:6.0f}  p99 {point.p99_ms:6.0f} ms  errors {point.error_rate:6.2%}  "
+        f"mean batch {batch:>5}  ({point.requests} req, {point.seconds:.0f} s)"
+    )
+
+
+def check_served(server: TorchServe, point: TunePoint) -> None:
+    """The server must batch as the point says (a stale archive setting would win silently)."""
+    served = server.describe(point.model)[0]
+    if (served.get("batchSize"), served.get("maxBatchDelay")) != (point.batch_size, point.max_batch_delay_ms):
+        raise RuntimeError(
+            f"TorchServe serves {served.get('batchSize')}/{served.get('maxBatchDelay')} instead"
+        )
+
+
+class PointRunner:
+    """Package, serve, load and measure one configuration of one model."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        manifest: Manifest,
+        properties: Path,
+        payloads: Payloads,
+        load: LoadSpec,
+        work_dir: Path,
+        log_dir: Path,
+        log: Callable[[str], None] = print,
+    ) -> None:
+        self.spec, self.manifest, self.properties, self.payloads = spec, manifest, properties, payloads
+        self.load, self.work_dir, self.log_dir, self.log = load, work_dir, log_dir, log
+        self.stopping: list[threading.Thread] = []
+
+    def __call__(self, batch_size: int, delay_ms: int, workers: int) -> TunePoint:
+        model = self.spec.name
+        point = TunePoint(model, batch_size, delay_ms, workers)
+        point_dir = Path(
+            tempfile.mkdtemp(prefix=f"{model}-{point.short_label.replace(' ', '-')}-", dir=self.work_dir)
+        )
+        started = time.perf_counter()
+        server: TorchServe | None = None
+        try:
+            server = self.serve(point, point_dir)
+            check_served(server, point)
+            point = replace(self.measure(point, server), seconds=round(time.perf_counter() - started, 1))
+        except Exception as exc:  # a point that cannot run is reported; the search goes on
+            message = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+            point = replace(point, failure=message, seconds=round(time.perf_counter() - started, 1))
+            self.keep_log(point, server, exc)
+        finally:
+            self.retire(server, point_dir)
+        self.log(describe_point(point))
+        return point
+
+    def serve(self, point: TunePoint, point_dir: Path) -> TorchServe:
+        """A private TorchServe serving the point's own archive."""
+        model = point.model
+        settings = settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
+        properties = point_dir / "config.properties"
+        shutil.copy(self.properties, properties)
+        update_model_settings(properties, model, settings)
+        store = point_dir / "model-store"
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+            package(self.spec, replace(self.manifest, model_store=store), properties, force=True)
+        server = start_instance(
+            point_dir / "run",
+            store,
+            models=[model],
+            source=self.properties,
+            model_overrides={model: settings},
+            timeout=180,
+        )
+        return server
+
+    def measure(self, point: TunePoint, server: TorchServe) -> TunePoint:
+        model = point.model
+        driver = LoadDriver(
+            f"{server.url('inference')}/predictions/{model}",
+            [item.body for item in self.payloads.items],
+            content_types=[item.content_type for item in self.payloads.items],
+            headers=server.headers("inference"),
+            model=model,
+            check=self.payloads.check,
+        )
+        result = driver.run(self.load, server.metrics_text)
+        figures = result.figures()
+        if result.problems:
+            self.log(f"[tune]   failures: {result.problems}")
+        return replace(
+            point,
+            throughput_rps=figures.throughput_rps or 0.0,
+            p50_ms=nan_if_none(figures.p50_ms),
+            p95_ms=nan_if_none(figures.p95_ms),
+            p99_ms=nan_if_none(figures.p99_ms),
+            error_rate=figures.error_rate or 0.0,
+            mean_batch_size=mean_formed_batch(result.metrics_before, result.metrics_after, model)
+            if result.metrics_before and result.metrics_after
+            else None,
+            requests=figures.requests,
+        )
+
+    def retire(self, server: TorchServe | None, point_dir: Path) -> None:
+        """Stop a point's server in the background (the JVM takes seconds to exit) while
+        the next point is packaged; :meth:`close` waits for every one of them."""
+
+        def stop() -> None:
+            try:
+                if server is not None:
+                    server.stop()
+            finally:
+                shutil.rmtree(point_dir, ignore_errors=True)
+
+        thread = threading.Thread(target=stop, name=f"stop-{point_dir.name}")
+        thread.start()
+        self.stopping.append(thread)
+
+    def close(self) -> None:
+        for thread in self.stopping:
+            thread.join()
+        self.stopping.clear()
+
+    def keep_log(self, point: TunePoint, server: TorchServe | None, exc: BaseException) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        path = self.log_dir / f"{point.model}_{point.short_label.replace(' ', '_')}.log"
+        tail = server.log_tail(80) if server is not None else ""
+        path.write_text(f"{type(exc).__name__}: {exc}\n\n{tail}\n")

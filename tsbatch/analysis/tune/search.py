@@ -1,0 +1,111 @@
+"""What the tuner tries and in which order: the search space and the pruned search.
+
+Batch 1 per worker count first, then per (workers, delay) lane growing batch sizes until
+the rules of :mod:`tsbatch.analysis.selection` say stop. The measuring is a callback, so
+the order and the pruning are unit-tested on a simulated server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tsbatch.analysis.selection import (
+    TunePoint,
+    allowed_delays,
+    longer_delay_pointless,
+    reachable_batch_sizes,
+    stop_growing_batch,
+)
+from tsbatch.client.load import LoadSpec
+from tsbatch.sla.profiles import Sla
+
+TUNED_KEYS = ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers")
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    batch_sizes: list[int]
+    delays_ms: list[int]
+    workers: list[int]
+    min_gain: float = 0.05
+
+
+FULL_SPACE = SearchSpace(batch_sizes=[1, 2, 4, 8, 16, 32], delays_ms=[5, 20], workers=[1, 2])
+QUICK_SPACE = SearchSpace(batch_sizes=[1, 4, 8], delays_ms=[10], workers=[1])
+FULL_LOAD = LoadSpec(concurrency=8, warmup_s=2.0, measure_s=8.0)  # 8 users, as `make loadtest`
+QUICK_LOAD = LoadSpec(concurrency=8, warmup_s=1.0, measure_s=3.0)
+
+
+def settings_for(batch_size: int, delay_ms: int, workers: int) -> dict[str, int]:
+    """The config.properties settings (``TUNED_KEYS``) of one point."""
+    return {"batchSize": batch_size, "maxBatchDelay": delay_ms, "minWorkers": workers, "maxWorkers": workers}
+
+
+@dataclass
+class SearchLog:
+    points: list[TunePoint] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+
+
+def search(
+    model: str,
+    sla: Sla,
+    space: SearchSpace,
+    load: LoadSpec,
+    run_point: Callable[[int, int, int], TunePoint],
+    log: Callable[[str], None] = print,
+) -> SearchLog:
+    """Batch 1 per worker count, then per (workers, delay) lane growing batch sizes until
+    the pruning rules say stop. Points are measured once and shared between lanes."""
+    result = SearchLog()
+    delays, dropped_delays = allowed_delays(space.delays_ms, sla)
+    if dropped_delays:
+        result.pruned.append(
+            f"delays {dropped_delays} ms never tried: over half the p99 ceiling ({sla.p99_ms:g} ms)"
+        )
+    if not delays:
+        delays = [0]
+    sizes, dropped_sizes = reachable_batch_sizes(
+        space.batch_sizes, None if load.rate_rps else load.concurrency
+    )
+    if dropped_sizes:
+        result.pruned.append(
+            f"batch sizes {dropped_sizes} never tried: above the concurrency ({load.concurrency})"
+        )
+    measured: dict[tuple[int, int, int], TunePoint] = {}
+
+    def run(batch_size: int, delay: int, workers: int) -> TunePoint:
+        key = (batch_size, delay, workers)
+        if key not in measured:
+            measured[key] = run_point(batch_size, delay, workers)
+            result.points.append(measured[key])
+        return measured[key]
+
+    for workers in space.workers:
+        base = run(1, delays[0], workers) if 1 in sizes else None  # at batch 1 the delay never applies
+        for delay in delays:
+            lane = [base] if base is not None else []
+            for batch_size in (b for b in sizes if b > 1):
+                shorter = [
+                    measured[(batch_size, d, workers)]
+                    for d in delays
+                    if d < delay and (batch_size, d, workers) in measured
+                ]
+                pointless = next((why for p in shorter if (why := longer_delay_pointless(p))), None)
+                if pointless:  # the same batches would form: the shorter delay's point stands in
+                    result.pruned.append(f"{model} b{batch_size} d{delay} w{workers} skipped: {pointless}")
+                    log(f"[tune] skip b{batch_size} d{delay} w{workers}: {pointless}")
+                    lane.append(shorter[-1])
+                else:
+                    lane.append(run(batch_size, delay, workers))
+                why = stop_growing_batch(lane, sla, space.min_gain)
+                if why:
+                    rest = [b for b in sizes if b > batch_size]
+                    if rest:
+                        result.pruned.append(
+                            f"{model} w{workers} d{delay}: batch sizes {rest} skipped: {why}"
+                        )
+                        log(f"[tune] pruned {rest} for w{workers} d{delay}: {why}")
+                    break
+    return result

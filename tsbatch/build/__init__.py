@@ -1,0 +1,1 @@
+"""The build pipeline: models.yaml -> exported, verified artifacts -> model-store/*.mar."""

@@ -1,0 +1,1 @@
+"""The ResNet image classifier: weights (user, torchvision or trained on digits) -> TorchScript."""

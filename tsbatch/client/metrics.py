@@ -1,0 +1,66 @@
+"""Reading TorchServe's Prometheus text (the metrics port's ``/metrics``): the one parser.
+
+The tuner, the process helper's settled counters and the tests all read counters such as
+``BatchesTotal{ModelName="resnet18",Level="Model",Hostname="vm",} 20.0`` from it; parsing
+every sample into name, labels and value here (instead of a regex per caller) keeps label
+order, TorchServe's trailing comma and escaped label values from mattering anywhere else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+_SAMPLE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
+_LABEL = re.compile(r'(?P<key>[A-Za-z_][A-Za-z0-9_]*)="(?P<value>(?:[^"\\]|\\.)*)"')
+_ESCAPE = re.compile(r"\\(.)")
+MODEL_LABEL = "ModelName"
+
+
+@dataclass(frozen=True)
+class MetricSample:
+    """One sample line: ``name{labels} value`` (a timestamp after the value is ignored)."""
+
+    name: str
+    labels: dict[str, str]
+    value: float
+
+
+def _unescape(value: str) -> str:
+    return _ESCAPE.sub(lambda match: "\n" if match.group(1) == "n" else match.group(1), value)
+
+
+def parse_samples(metrics_text: str) -> Iterator[MetricSample]:
+    """Every sample of the text, in order; comments (``# HELP``, ``# TYPE``) and blank lines skipped."""
+    for line in metrics_text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE.match(line)
+        if match is None:
+            continue
+        labels = {
+            label.group("key"): _unescape(label.group("value"))
+            for label in _LABEL.finditer(match.group("labels") or "")
+        }
+        yield MetricSample(match.group("name"), labels, float(match.group("value")))
+
+
+def model_counters(metrics_text: str, model: str, names: Sequence[str]) -> dict[str, float]:
+    """Each named counter summed over every series labelled ``ModelName=<model>`` (0 when absent)."""
+    totals = dict.fromkeys(names, 0.0)
+    for sample in parse_samples(metrics_text):
+        if sample.name in totals and sample.labels.get(MODEL_LABEL) == model:
+            totals[sample.name] += sample.value
+    return totals
+
+
+def mean_formed_batch(before_text: str, after_text: str, model: str) -> float | None:
+    """Mean batch size the frontend actually formed between two scrapes: the rate of
+    BatchedRequestsTotal over the rate of BatchesTotal. None when no batch ran."""
+    names = ["BatchesTotal", "BatchedRequestsTotal"]
+    before, after = model_counters(before_text, model, names), model_counters(after_text, model, names)
+    batches = after["BatchesTotal"] - before["BatchesTotal"]
+    if batches <= 0:
+        return None
+    return (after["BatchedRequestsTotal"] - before["BatchedRequestsTotal"]) / batches
