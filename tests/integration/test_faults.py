@@ -52,7 +52,7 @@ def background_load(
     model: str,
     bodies: Sequence[bytes],
     clients: int,
-    content_type: str = "image/png",
+    content_type: str | Sequence[str] = "image/png",
     timeout: float = 90,
 ) -> BackgroundLoad:
     """``clients`` connections, each posting its next body as soon as the last answer came,

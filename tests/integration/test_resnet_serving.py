@@ -8,7 +8,6 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pytest
 import requests
 from PIL import Image
@@ -21,16 +20,15 @@ from tsbatch.client.daemon import start as serve_start
 from tsbatch.client.daemon import stop as serve_stop
 from tsbatch.client.process import TorchServe, free_port, worker_port_base
 from tsbatch.config.properties import update_model_settings
+from tsbatch.workloads.images import ink_pictures
 
 MODEL = "resnet18"
 
 
 def digit_png(index: int, size: int, fmt: str = "PNG") -> bytes:
-    digits = load_digits()
-    pixels = (255 - digits.images[index] * (255 / 16)).astype(np.uint8)
-    image = Image.fromarray(pixels, mode="L").resize((size, size), Image.BILINEAR).convert("RGB")
+    (image,) = ink_pictures(load_digits().images[index : index + 1])
     buffer = io.BytesIO()
-    image.save(buffer, format=fmt)
+    image.resize((size, size), Image.BILINEAR).save(buffer, format=fmt)
     return buffer.getvalue()
 
 

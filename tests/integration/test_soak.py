@@ -11,8 +11,6 @@ warm-up lasts until the intent model has served WARMUP_REQUESTS (at most WARMUP_
 
 from __future__ import annotations
 
-import csv
-import io
 import statistics
 import time
 from contextlib import ExitStack
@@ -20,11 +18,12 @@ from contextlib import ExitStack
 import numpy as np
 import psutil
 import pytest
-from PIL import Image
 
 from tests.integration.test_faults import background_load, record
 from tsbatch.build.manifest import load_manifest
-from tsbatch.paths import REPO_ROOT
+from tsbatch.client.load import BackgroundLoad
+from tsbatch.workloads.payloads import Payload, image_pool, text_pool
+from tsbatch.workloads.utterances import read_utterances
 
 pytestmark = pytest.mark.slow
 
@@ -36,23 +35,10 @@ MAX_GROWTH_MB = 12
 CLIENTS_PER_MODEL = 3
 
 
-def image_pool() -> list[bytes]:
-    """Varied sizes and formats, so decode/resize paths and tensor shapes vary."""
-    rng = np.random.default_rng(7)
-    pool = []
-    for size, fmt in ((24, "PNG"), (64, "JPEG"), (160, "PNG"), (320, "JPEG"), (500, "WEBP")):
-        buffer = io.BytesIO()
-        Image.fromarray(rng.integers(0, 256, (size, size + 13, 3), dtype=np.uint8)).save(buffer, format=fmt)
-        pool.append(buffer.getvalue())
-    return pool
-
-
-def utterance_pool() -> list[bytes]:
-    """Real utterances of every length, a few long ones to exercise truncation and budgets."""
-    with (REPO_ROOT / "data" / "intents" / "test.csv").open(newline="") as handle:
-        texts = [row["text"] for row in csv.DictReader(handle)]
-    texts += [" ".join(texts[i : i + 12]) for i in range(0, 120, 12)]
-    return [text.encode() for text in texts]
+def pool_load(server, model: str, pool: list[Payload]) -> BackgroundLoad:
+    """The load-test pools: images of many sizes and formats; utterances, some past max_length."""
+    bodies, types = [p.body for p in pool], [p.content_type for p in pool]
+    return background_load(server, model, bodies, CLIENTS_PER_MODEL, content_type=types)
 
 
 def worker_processes(server, model: str) -> list[psutil.Process]:
@@ -72,12 +58,8 @@ def test_worker_memory_does_not_grow_under_steady_mixed_load(start_server, model
     process_start_rss = {p.pid: p.memory_info().rss for ps in workers.values() for p in ps}
 
     loads = [
-        background_load(
-            server, "resnet18", image_pool(), CLIENTS_PER_MODEL, content_type="application/octet-stream"
-        ),
-        background_load(
-            server, "bert_intent", utterance_pool(), CLIENTS_PER_MODEL, content_type="text/plain"
-        ),
+        pool_load(server, "resnet18", image_pool(seed=7)),
+        pool_load(server, "bert_intent", text_pool(read_utterances(), seed=7)),
     ]
     started = time.monotonic()
     with ExitStack() as running:

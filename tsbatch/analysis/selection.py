@@ -127,7 +127,9 @@ def sla_violations(point: TunePoint, sla: Sla) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class PointVerdict:
+    """One tuned setting judged: whether it met the SLA, whether it won, and why (not)."""
+
     point: TunePoint
     meets_sla: bool
     won: bool
@@ -140,7 +142,7 @@ class Selection:
 
     sla: Sla
     winner: TunePoint | None
-    verdicts: list[Verdict]
+    verdicts: list[PointVerdict]
 
     @property
     def message(self) -> str:
@@ -191,7 +193,7 @@ def select_configuration(
                 f"meets the SLA but slower: {point.throughput_rps:.1f} rps vs the winner's "
                 f"{winner.throughput_rps:.1f} rps"
             )
-        verdicts.append(Verdict(point, not violations, point is winner, reason))
+        verdicts.append(PointVerdict(point, not violations, point is winner, reason))
     return Selection(sla=sla, winner=winner, verdicts=verdicts)
 
 

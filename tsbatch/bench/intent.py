@@ -33,11 +33,11 @@ from typing import Any
 
 from tsbatch.build import artifacts
 from tsbatch.build.intent.data import read_csv_examples
-from tsbatch.build.manifest import DEFAULT_MANIFEST, Manifest, ModelSpec, load_manifest
-from tsbatch.build.package import DEFAULT_PROPERTIES, archive_settings, private_store
+from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest
+from tsbatch.build.package import archive_settings, private_store
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.process import start_instance
-from tsbatch.paths import REPO_ROOT, REPORTS_DIR
+from tsbatch.paths import DEFAULT_MANIFEST, DEFAULT_PROPERTIES, REPO_ROOT, REPORTS_DIR
 
 MODEL = "bert_intent"
 BASELINE_HANDLER = Path(__file__).with_name("baseline_intent_handler.py")

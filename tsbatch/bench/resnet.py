@@ -32,8 +32,9 @@ from tsbatch.build import artifacts
 from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest
 from tsbatch.build.package import private_store
 from tsbatch.client.load import LoadDriver, LoadSpec
-from tsbatch.client.process import DEFAULT_PROPERTIES, start_instance
+from tsbatch.client.process import start_instance
 from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.workloads.images import encoded_pictures
 
 MODEL = "resnet18"

@@ -15,16 +15,14 @@ from pathlib import Path
 from tsbatch.build.manifest import Manifest, load_manifest
 from tsbatch.build.package import package
 from tsbatch.client.process import (
-    ADDRESS_KEYS,
-    DEFAULT_PROPERTIES,
     TorchServe,
     _read_pid,
     start_instance,
     stop_process_group,
 )
 from tsbatch.config.check import check
-from tsbatch.config.properties import model_settings, read_properties
-from tsbatch.paths import REPO_ROOT
+from tsbatch.config.properties import ADDRESS_KEYS, model_settings, read_properties
+from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 
 
 def is_running(run_dir: Path) -> bool:

@@ -26,20 +26,14 @@ import requests
 
 from tsbatch.client.metrics import model_counters
 from tsbatch.config.properties import (
+    ADDRESS_KEYS,
     format_models,
     model_settings,
     parse_entries,
     read_properties,
     replace_entry,
 )
-from tsbatch.paths import REPO_ROOT
-
-DEFAULT_PROPERTIES = REPO_ROOT / "config.properties"
-ADDRESS_KEYS = {
-    "inference": "inference_address",
-    "management": "management_address",
-    "metrics": "metrics_address",
-}
+from tsbatch.paths import DEFAULT_PROPERTIES
 
 
 class ServerError(RuntimeError):

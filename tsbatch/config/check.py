@@ -21,7 +21,13 @@ from urllib.parse import urlparse
 import yaml
 
 from tsbatch.build.manifest import Manifest, add_manifest_arguments, load_manifest
-from tsbatch.config.properties import BATCH_KEYS, PropertiesError, model_settings, read_properties
+from tsbatch.config.properties import (
+    ADDRESS_KEYS,
+    BATCH_KEYS,
+    PropertiesError,
+    model_settings,
+    read_properties,
+)
 from tsbatch.paths import DEFAULT_PROPERTIES
 
 # Keys TorchServe 0.12's ConfigManager reads (anything else is silently ignored).
@@ -52,7 +58,6 @@ MODEL_KEYS = {
     "continuousBatching", "useJobTicket", "useVenv", "stateful", "jobQueueSize",
     "maxRetryTimeoutInSec", "clientTimeoutInMills", "deviceIds", "torchThreads",
 }  # fmt: skip
-ADDRESS_KEYS = ("inference_address", "management_address", "metrics_address")
 
 
 @dataclass(frozen=True)
@@ -81,7 +86,7 @@ def check_properties(values: dict[str, str], base_dir: Path) -> list[Problem]:
                     "TorchServe does not know this key and ignores it." + _suggest(key, TORCHSERVE_KEYS),
                 )
             )
-    for key in ADDRESS_KEYS:
+    for key in ADDRESS_KEYS.values():
         address = values.get(key)
         if address is None:
             continue

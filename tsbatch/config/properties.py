@@ -16,6 +16,12 @@ from typing import Any
 
 BATCH_KEYS = ("minWorkers", "maxWorkers", "batchSize", "maxBatchDelay", "responseTimeout")
 TOOLKIT_KEYS = ("torchThreads",)
+# TorchServe's three APIs and the keys that hold their addresses.
+ADDRESS_KEYS = {
+    "inference": "inference_address",
+    "management": "management_address",
+    "metrics": "metrics_address",
+}
 
 
 class PropertiesError(ValueError):

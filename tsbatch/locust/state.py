@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from tsbatch.locust.options import RunConfig
 from tsbatch.locust.recorder import SampleRecorder
 from tsbatch.sla import gate
-from tsbatch.workloads.payloads import Payload, image_pool, read_utterances, text_pool
+from tsbatch.workloads.payloads import Payload, image_pool, text_pool
+from tsbatch.workloads.utterances import read_utterances
 
 logger = logging.getLogger("loadtest")
 

@@ -17,9 +17,6 @@ import random
 from dataclasses import dataclass
 
 from tsbatch.workloads.images import PictureKind, encode, picture
-from tsbatch.workloads.utterances import read_utterances
-
-__all__ = ["IMAGE_FORMATS", "IMAGE_SIDES", "Payload", "image_pool", "read_utterances", "text_pool"]
 
 IMAGE_SIDES = (32, 48, 64, 96, 128, 160, 224, 256, 320, 384, 480, 512, 640, 800, 1024)
 IMAGE_FORMATS = (("PNG", "image/png"), ("JPEG", "image/jpeg"), ("WEBP", "image/webp"))

@@ -10,10 +10,9 @@ import csv
 import random
 from pathlib import Path
 
-from tsbatch.paths import INTENT_DATA_DIR
+from tsbatch.paths import INTENT_DATA_DIR, INTENT_RAW_DIR
 
 INTENT_TEST_CSV = INTENT_DATA_DIR / "test.csv"
-INTENT_RAW_DIR = INTENT_DATA_DIR / "raw"
 
 
 def read_utterances(

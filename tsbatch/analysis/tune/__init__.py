@@ -2,4 +2,9 @@
 
 ``cli`` (the entry, ``main``), ``search`` (what to try and the pruned order), ``point``
 (package, serve, load and measure one configuration) and ``report`` (CSV, summary, apply).
+Callers outside the package use ``main``.
 """
+
+from tsbatch.analysis.tune.cli import main
+
+__all__ = ["main"]

@@ -21,9 +21,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from tsbatch.paths import INTENT_DATA_DIR
+from tsbatch.paths import INTENT_DATA_DIR, INTENT_RAW_DIR
 
-RAW_DIR = INTENT_DATA_DIR / "raw"
 SPLIT_NAMES = ("train", "val", "test")
 DEFAULT_FRACTIONS = (0.6, 0.2, 0.2)
 DEFAULT_SEED = 13
@@ -128,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         "--check", action="store_true", help="verify the files in --out instead of writing them"
     )
     args = parser.parse_args(argv)
-    raw = args.raw or sorted(RAW_DIR.glob("*.csv"))
+    raw = args.raw or sorted(INTENT_RAW_DIR.glob("*.csv"))
     try:
         splits = split_examples(read_examples(raw), args.fractions, args.seed)
     except SplitError as exc:

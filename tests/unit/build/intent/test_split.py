@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from tsbatch.build.intent.split import (
-    RAW_DIR,
     SPLIT_NAMES,
     SplitError,
     main,
@@ -16,7 +15,7 @@ from tsbatch.build.intent.split import (
     read_examples,
     split_examples,
 )
-from tsbatch.paths import INTENT_DATA_DIR
+from tsbatch.paths import INTENT_DATA_DIR, INTENT_RAW_DIR
 
 BANKING = [
     "freeze_account",
@@ -59,7 +58,7 @@ def committed_splits() -> dict[str, list[tuple[str, str]]]:
 
 
 def test_raw_data_has_the_issue_intents_and_enough_examples() -> None:
-    counts = Counter(label for _, label in read_examples(sorted(RAW_DIR.glob("*.csv"))))
+    counts = Counter(label for _, label in read_examples(sorted(INTENT_RAW_DIR.glob("*.csv"))))
     assert set(counts) == {*BANKING, *CREDIT_CARDS, "oos"}
     assert min(counts[intent] for intent in BANKING + CREDIT_CARDS) >= 40
     assert counts["oos"] >= 300
