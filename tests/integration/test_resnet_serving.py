@@ -18,7 +18,7 @@ from tests.unit.handlers.batchkit.test_images import bomb_png
 from tsbatch.build.manifest import Manifest, load_manifest
 from tsbatch.client.daemon import start as serve_start
 from tsbatch.client.daemon import stop as serve_stop
-from tsbatch.client.process import TorchServe, free_port, worker_port_base
+from tsbatch.client.process import TorchServe, free_ports, worker_port_base
 from tsbatch.config.properties import update_model_settings
 from tsbatch.workloads.images import ink_pictures
 
@@ -168,10 +168,11 @@ def test_bad_requests_in_a_batch_fail_alone(slow_batching_server: TorchServe) ->
 def test_editing_batch_size_and_serving_again_changes_the_live_setting(tmp_path: Path) -> None:
     properties, store = configured_store(tmp_path / "serve", [MODEL])
     text = properties.read_text()
+    ports = iter(free_ports(5))
     for key in ("inference_address", "management_address", "metrics_address"):
-        text = re.sub(rf"^{key}=.*$", f"{key}=http://127.0.0.1:{free_port()}", text, flags=re.MULTILINE)
+        text = re.sub(rf"^{key}=.*$", f"{key}=http://127.0.0.1:{next(ports)}", text, flags=re.MULTILINE)
     for key in ("grpc_inference_port", "grpc_management_port"):
-        text = re.sub(rf"^{key}=.*$", f"{key}={free_port()}", text, flags=re.MULTILINE)
+        text = re.sub(rf"^{key}=.*$", f"{key}={next(ports)}", text, flags=re.MULTILINE)
     text = re.sub(
         r"^initial_worker_port=.*$", f"initial_worker_port={worker_port_base()}", text, flags=re.MULTILINE
     )

@@ -65,7 +65,12 @@ def start(run_dir: Path, properties: Path, timeout: float, manifest: Manifest | 
         print("[serve] restarting the running TorchServe so the current settings apply")
         stop(run_dir)
     server = start_instance(
-        run_dir.resolve(), manifest.model_store, models, source=properties, free_ports=False, timeout=timeout
+        run_dir.resolve(),
+        manifest.model_store,
+        models,
+        source=properties,
+        private_ports=False,
+        timeout=timeout,
     )
     print_endpoints(server, models, run_dir)
     return 0

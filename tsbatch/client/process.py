@@ -40,10 +40,20 @@ class ServerError(RuntimeError):
     """TorchServe did not start, or a model did not become ready; the log tail says why."""
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` different free loopback ports. The sockets stay bound until all are drawn:
+    one closed before the next bind lets the kernel hand the same port out twice."""
+    with contextlib.ExitStack() as held:
+        sockets = [
+            held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)
+        ]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
 
 
 def worker_port_base() -> int:
@@ -313,7 +323,7 @@ def start_instance(
     model_store: Path,
     models: list[str] | None = None,
     source: Path = DEFAULT_PROPERTIES,
-    free_ports: bool = True,
+    private_ports: bool = True,
     overrides: dict[str, str] | None = None,
     model_overrides: dict[str, dict[str, Any]] | None = None,
     timeout: float = 180,
@@ -323,14 +333,16 @@ def start_instance(
     names = models if models is not None else list(settings)
     props = dict(overrides or {})
     props.setdefault("load_models", ",".join(f"{name}.mar" for name in names))
-    ports = {kind: free_port() for kind in ADDRESS_KEYS} if free_ports else None
-    if free_ports:
+    ports = None
+    if private_ports:
+        *api_ports, grpc_inference, grpc_management = free_ports(len(ADDRESS_KEYS) + 2)
+        ports = dict(zip(ADDRESS_KEYS, api_ports, strict=True))
         # Workers talk to the frontend on sockets numbered from this port (default 9000);
         # a distinct range lets private instances run beside `make serve`.
         props.setdefault("initial_worker_port", str(worker_port_base()))
         # gRPC listens too (7070/7071 by default) and would collide between instances.
-        props.setdefault("grpc_inference_port", str(free_port()))
-        props.setdefault("grpc_management_port", str(free_port()))
+        props.setdefault("grpc_inference_port", str(grpc_inference))
+        props.setdefault("grpc_management_port", str(grpc_management))
     path = effective_properties(source, run_dir, model_store, ports, props, model_overrides)
     server = TorchServe(run_dir=run_dir, properties_path=path, model_store=model_store)
     server.start(names, timeout)

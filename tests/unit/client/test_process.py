@@ -1,10 +1,11 @@
-"""Reading batch counters from /metrics while the frontend is still catching up."""
+"""The TorchServe process helpers: ports drawn for private instances, batch counters read from
+/metrics while the frontend is still catching up."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tsbatch.client.process import TorchServe
+from tsbatch.client.process import TorchServe, free_ports
 
 
 def scrape(requests_: float, batches: float) -> str:
@@ -53,3 +54,10 @@ def test_settled_counters_give_up_at_the_deadline() -> None:
         "resnet18", NAMES, at_least={"BatchedRequestsTotal": 9}, quiet_s=0.01, timeout=0.05
     )
     assert counters["BatchedRequestsTotal"] == 1.0
+
+
+def test_free_ports_are_all_different() -> None:
+    """Drawn together, never the same port twice (TorchServe fails to bind on a repeat)."""
+    for _ in range(20):
+        ports = free_ports(5)
+        assert len(set(ports)) == 5 and all(1024 <= port < 65536 for port in ports)
