@@ -1,7 +1,10 @@
-"""Stand-ins for TorchServe's worker objects, for unit tests of handlers without a server."""
+"""Stand-ins for TorchServe's worker objects (unit tests of handlers without a server) and
+hostile inputs that several suites send."""
 
 from __future__ import annotations
 
+import struct
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,3 +55,18 @@ class FakeContext:
 
     def status(self, idx: int) -> int:
         return self.statuses.get(idx, (200, ""))[0]
+
+
+def bomb_png(width: int, height: int) -> bytes:
+    """A valid PNG header claiming a huge canvas, with almost no data: a decompression bomb."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+        + chunk(b"IEND", b"")
+    )

@@ -83,16 +83,3 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServ
 def torchserve(start_server: StartServer, model_store: Path) -> TorchServe:
     """One shared instance serving every model with the settings of config.properties."""
     return start_server(model_store)
-
-
-def configured_store(
-    directory: Path,
-    models: list[str],
-    changes: dict[str, dict[str, Any]] | None = None,
-    extra_properties: dict[str, str] | None = None,
-) -> tuple[Path, Path]:
-    """A private config.properties and model store with some models' settings changed
-    (see ``tsbatch.build.package.private_store``). Returns (properties, store)."""
-    from tsbatch.build.package import private_store
-
-    return private_store(directory, models, changes, extra_properties)

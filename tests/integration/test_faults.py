@@ -26,9 +26,10 @@ import pytest
 import requests
 
 from tests.conftest import image_bytes
+from tests.integration.support import background_load, record
 from tsbatch.build.manifest import Manifest, load_manifest
 from tsbatch.build.package import package
-from tsbatch.client.load import NO_ANSWER, BackgroundLoad, LoadDriver
+from tsbatch.client.load import NO_ANSWER
 from tsbatch.config.properties import update_model_settings
 from tsbatch.paths import REPO_ROOT
 
@@ -36,35 +37,6 @@ pytestmark = pytest.mark.slow
 
 MODEL = "resnet18"
 PROBE = REPO_ROOT / "deploy" / "probe.py"
-REPORTS = REPO_ROOT / "reports" / "production"
-
-
-def record(name: str, **figures: Any) -> None:
-    """Keep a test's measured figures: printed (see them with -s) and written to
-    reports/production/<name>.json, so CI keeps them even when output is captured."""
-    REPORTS.mkdir(parents=True, exist_ok=True)
-    (REPORTS / f"{name}.json").write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
-
-
-# ---------------------------------------------------------------- shared load
-def background_load(
-    server: Any,
-    model: str,
-    bodies: Sequence[bytes],
-    clients: int,
-    content_type: str | Sequence[str] = "image/png",
-    timeout: float = 90,
-) -> BackgroundLoad:
-    """``clients`` connections, each posting its next body as soon as the last answer came,
-    until the ``with`` block ends. Every request's record is kept, failures included."""
-    driver = LoadDriver(
-        f"{server.url('inference')}/predictions/{model}",
-        bodies,
-        content_types=content_type,
-        headers=server.headers("inference"),
-        request_timeout_s=timeout,
-    )
-    return BackgroundLoad(driver, clients)
 
 
 def run_probe(server: Any, check: str, *extra: str) -> subprocess.CompletedProcess[str]:

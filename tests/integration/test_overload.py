@@ -18,7 +18,7 @@ import psutil
 import pytest
 from PIL import Image
 
-from tests.integration.test_faults import background_load, record
+from tests.integration.support import background_load, record
 from tsbatch.client.load import Record
 from tsbatch.sla.percentile import percentile
 

@@ -22,8 +22,8 @@ import requests
 import yaml
 
 from tests.conftest import image_bytes
-from tests.integration.test_faults import record
-from tests.unit.deploy.test_dashboard import all_exprs, dashboard, promql_metric_names
+from tests.integration.support import record
+from tests.unit.deploy.readers import all_exprs, dashboard, promql_metric_names
 from tsbatch.build.package import private_store
 from tsbatch.client.process import free_port
 from tsbatch.paths import REPO_ROOT

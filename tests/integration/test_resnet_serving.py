@@ -13,9 +13,9 @@ import requests
 from PIL import Image
 from sklearn.datasets import load_digits
 
-from tests.integration.conftest import configured_store
-from tests.unit.handlers.batchkit.test_images import bomb_png
+from tests.fakes import bomb_png
 from tsbatch.build.manifest import Manifest, load_manifest
+from tsbatch.build.package import private_store
 from tsbatch.client.daemon import start as serve_start
 from tsbatch.client.daemon import stop as serve_stop
 from tsbatch.client.process import TorchServe, free_ports, worker_port_base
@@ -124,7 +124,7 @@ def test_token_auth_is_on(default_server: TorchServe) -> None:
 @pytest.fixture(scope="module")
 def slow_batching_server(start_server, tmp_path_factory) -> TorchServe:
     """A long batch delay so that concurrent requests surely share one batch."""
-    properties, store = configured_store(
+    properties, store = private_store(
         tmp_path_factory.mktemp("mixed"), [MODEL], {MODEL: {"batchSize": 8, "maxBatchDelay": 400}}
     )
     return start_server(store, [MODEL], source=properties)
@@ -166,7 +166,7 @@ def test_bad_requests_in_a_batch_fail_alone(slow_batching_server: TorchServe) ->
 
 
 def test_editing_batch_size_and_serving_again_changes_the_live_setting(tmp_path: Path) -> None:
-    properties, store = configured_store(tmp_path / "serve", [MODEL])
+    properties, store = private_store(tmp_path / "serve", [MODEL])
     text = properties.read_text()
     ports = iter(free_ports(5))
     for key in ("inference_address", "management_address", "metrics_address"):

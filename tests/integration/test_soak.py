@@ -19,7 +19,7 @@ import numpy as np
 import psutil
 import pytest
 
-from tests.integration.test_faults import background_load, record
+from tests.integration.support import background_load, record
 from tsbatch.build.manifest import load_manifest
 from tsbatch.client.load import BackgroundLoad
 from tsbatch.workloads.payloads import Payload, image_pool, text_pool

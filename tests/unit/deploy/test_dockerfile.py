@@ -8,7 +8,6 @@ linted and its commands are compared with the ones that *are* exercised every ru
 from __future__ import annotations
 
 import ast
-import json
 import re
 import shlex
 import shutil
@@ -18,36 +17,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.deploy.readers import DOCKERFILE, exec_form, instructions
 from tsbatch.config.properties import read_properties
 from tsbatch.paths import REPO_ROOT
 
-DOCKERFILE = REPO_ROOT / "Dockerfile"
 CONTAINER_CONFIG = REPO_ROOT / "deploy" / "config.container.properties"
 APP_DIR = "/app"
 # Flags that change how quietly or where pip caches, not what is installed.
 NOISE_FLAGS = {"--quiet", "-q", "--no-cache-dir"}
 # The Makefile's interpreter and venv are the image's `python` (venv first on PATH) and /opt/venv.
 MAKE_VARIABLES = {"$(PYTHON)": "python", "$(PY)": "python", "$(VENV)": "/opt/venv"}
-
-
-def instructions(path: Path = DOCKERFILE) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
-    result: list[tuple[str, str]] = []
-    pending = ""
-    for raw in path.read_text().splitlines():
-        line = raw.strip()
-        if not pending and (not line or line.startswith("#")):
-            continue
-        if pending and line.startswith("#"):
-            continue
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        full = pending + line
-        pending = ""
-        keyword, _, arguments = full.partition(" ")
-        result.append((keyword.upper(), arguments.strip()))
-    return result
 
 
 def run_commands() -> list[list[str]]:
@@ -86,17 +65,6 @@ def makefile_recipe(target: str) -> list[list[str]]:
             break
         commands.extend(simple_commands(line.strip().lstrip("@")))
     return commands
-
-
-def exec_form(keyword: str) -> list[str]:
-    matches = [arguments for kw, arguments in instructions() if kw == keyword]
-    assert len(matches) == 1, f"expected exactly one {keyword}"
-    value = matches[0]
-    if keyword == "HEALTHCHECK":
-        value = value[value.index("CMD") + 3 :].strip()
-    parsed = json.loads(value)
-    assert isinstance(parsed, list), f"{keyword} must use the exec (JSON) form"
-    return parsed
 
 
 def runner_command_flags() -> list[str]:

@@ -23,8 +23,7 @@ import yaml
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
-from tests.unit.deploy.test_dashboard import exported_series_names, promql_metric_names
-from tests.unit.deploy.test_dockerfile import exec_form, instructions
+from tests.unit.deploy.readers import exec_form, exported_series_names, instructions, promql_metric_names
 from tsbatch.client.auth import TOKEN_ENV
 from tsbatch.config.properties import read_properties
 from tsbatch.paths import REPO_ROOT

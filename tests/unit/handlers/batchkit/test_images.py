@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import struct
-import zlib
 
 import numpy as np
 import pytest
@@ -17,6 +15,7 @@ from PIL import Image
 from batchkit.errors import InvalidImage, PayloadTooLarge
 from batchkit.images import decode_for_model, image_bytes, open_image, preprocess, to_rgb
 from tests.conftest import image_bytes as make_image
+from tests.fakes import bomb_png
 
 IMAGENET = dict(resize_size=256, crop_size=224, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
 
@@ -106,21 +105,6 @@ def test_truncated_jpeg_is_rejected() -> None:
     with pytest.raises(InvalidImage) as raised:
         decode(whole[: len(whole) // 2])
     assert "truncated or corrupt" in raised.value.message
-
-
-def bomb_png(width: int, height: int) -> bytes:
-    """A valid PNG header claiming a huge canvas, with almost no data: a decompression bomb."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
-        + chunk(b"IEND", b"")
-    )
 
 
 @pytest.mark.parametrize("side", [5_000, 100_000])

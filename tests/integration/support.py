@@ -1,0 +1,39 @@
+"""Helpers shared by the integration tests that load a server and keep what they measured."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tsbatch.client.load import BackgroundLoad, LoadDriver
+from tsbatch.paths import REPORTS_DIR
+
+REPORTS = REPORTS_DIR / "production"
+
+
+def record(name: str, **figures: Any) -> None:
+    """Keep a test's measured figures: printed (see them with -s) and written to
+    reports/production/<name>.json, so CI keeps them even when output is captured."""
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    (REPORTS / f"{name}.json").write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+
+
+def background_load(
+    server: Any,
+    model: str,
+    bodies: Sequence[bytes],
+    clients: int,
+    content_type: str | Sequence[str] = "image/png",
+    timeout: float = 90,
+) -> BackgroundLoad:
+    """``clients`` connections, each posting its next body as soon as the last answer came,
+    until the ``with`` block ends. Every request's record is kept, failures included."""
+    driver = LoadDriver(
+        f"{server.url('inference')}/predictions/{model}",
+        bodies,
+        content_types=content_type,
+        headers=server.headers("inference"),
+        request_timeout_s=timeout,
+    )
+    return BackgroundLoad(driver, clients)
