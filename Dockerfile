@@ -5,7 +5,7 @@
 #   docker exec <container> python /app/deploy/probe.py key inference   # a client token
 #
 # The commands below are the Makefile's (`make install`, `make archive`) and the test
-# runner's (`torchserve --start --foreground ...`); tests/unit/test_dockerfile.py keeps
+# runner's (`torchserve --start --foreground ...`); tests/unit/deploy/test_dockerfile.py keeps
 # them the same and lints this file with hadolint. The torch wheel pinned in
 # requirements.txt carries its CUDA libraries, so a slim Python base is enough with the
 # NVIDIA container runtime (no CUDA base image, no driver in the image).

@@ -107,7 +107,7 @@ def package(
     with tempfile.TemporaryDirectory(prefix=f"package-{spec.name}-") as workdir:
         config_path = Path(workdir) / MODEL_CONFIG_FILE
         config_path.write_text(
-            "# Written by scripts/package.py from config.properties and the export's handler\n"
+            "# Written by tsbatch/build/package.py from config.properties and the export's handler\n"
             "# config. Do not edit: change config.properties and run `make archive`.\n"
             + yaml.safe_dump(config, sort_keys=False)
         )

@@ -81,7 +81,7 @@ def report_model(
     current: dict[str, Any],
 ) -> ModelReport:
     """CSV of every point with its verdict, then the plot drawn from that CSV read back."""
-    from tsbatch.analysis.plots import plot_tune
+    from tsbatch.analysis.tune.plot import plot_tune
 
     csv_path = out_dir / f"{model}.csv"
     write_points_csv(select_configuration(points, sla), csv_path)

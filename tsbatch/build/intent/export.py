@@ -1,6 +1,6 @@
 """Train the intent classifier, export it to TorchScript, verify it and write the archive files.
 
-``scripts/build.py`` calls :func:`export` for the manifest's ``bert_intent`` entry (``make
+``tsbatch.build.pipeline`` calls :func:`export` for the manifest's ``bert_intent`` entry (``make
 archive``). The build fails (an exception, non-zero exit) when the model misses the
 quality gates on the test split or when the TorchScript model does not match the eager
 one, at several batch sizes and lengths, and a padded row does not match the same text
