@@ -12,7 +12,8 @@ inference key, so clients' keys are not rotated behind their backs.
 workers instead: every model listed in ``load_models`` must have at least ``minWorkers``
 (at least one) READY workers.
 
-Standard library only, so it starts fast and needs nothing but the image's Python:
+The standard library and the toolkit's own config.properties reader only (no third-party
+import), so it starts fast inside the image:
 
     python deploy/probe.py ready            # exit 0 ready, 1 not ready (prints why)
     python deploy/probe.py live             # the frontend answers (metrics port, no token)
@@ -31,35 +32,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tsbatch.config.properties import read_properties
+
 DEFAULT_CONFIG = os.environ.get("TS_CONFIG_FILE", "/app/deploy/config.container.properties")
 DEFAULT_KEY_FILE = os.environ.get("TS_KEY_FILE", str(Path.cwd() / "key_file.json"))
 
 
 class ProbeFailed(Exception):
     """The server is not (yet) what the probe requires; the message says why."""
-
-
-def read_simple_properties(path: Path) -> dict[str, str]:
-    """Single-line ``key=value`` entries (the addresses and load_models we need).
-
-    Multi-line entries such as ``models=`` are skipped: their continuation lines have no
-    meaning here and the probe learns per-model settings from the management API.
-    """
-    values: dict[str, str] = {}
-    continued = False
-    for raw in path.read_text().splitlines():
-        line = raw.strip()
-        if continued:
-            continued = line.endswith("\\")
-            continue
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\"):
-            continued = True
-            continue
-        key, _, value = line.partition("=")
-        values[key.strip()] = value.strip()
-    return values
 
 
 def local_url(address: str) -> str:
@@ -71,7 +51,7 @@ class Client:
     """Just enough of TorchServe's HTTP API for the probes, with key refresh."""
 
     def __init__(self, config: Path, key_file: Path, timeout: float) -> None:
-        properties = read_simple_properties(config)
+        properties = read_properties(config)
         self.management = local_url(properties.get("management_address", "http://127.0.0.1:8081"))
         self.metrics = local_url(properties.get("metrics_address", "http://127.0.0.1:8082"))
         self.auth = properties.get("disable_token_authorization", "false").lower() != "true"

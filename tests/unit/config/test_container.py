@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from deploy.probe import Client, local_url, read_simple_properties
+from deploy.probe import Client, local_url
 from tsbatch.config import container as container_config
 from tsbatch.config.properties import model_settings, parse_entries, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES
@@ -50,13 +50,6 @@ def read_properties_text(text: str) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- probe, offline parts
-def test_probe_reads_single_line_entries_and_skips_the_models_json() -> None:
-    values = read_simple_properties(container_config.TARGET)
-    assert values["management_address"] == "http://0.0.0.0:8081"
-    assert values["load_models"] == read_properties(container_config.TARGET)["load_models"]
-    assert not any(key.startswith('"') for key in values), "continuation lines must not become keys"
-
-
 def test_probe_reaches_wildcard_binds_on_loopback() -> None:
     assert local_url("http://0.0.0.0:8081/") == "http://127.0.0.1:8081"
     assert local_url("http://127.0.0.1:9000") == "http://127.0.0.1:9000"
