@@ -242,7 +242,3 @@ def summarize(results: list[RunResult]) -> dict[str, Any]:
             ratios[f"{workers}x{threads}"] = ratio
             lines.append(f"ours / usual at {workers}x{threads}: {ratio:.2f}x")
     return {"best": {k: asdict(v) for k, v in best.items()}, "ratios": ratios, "lines": lines}
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 import warnings
@@ -185,7 +184,3 @@ def main(argv: list[str] | None = None) -> int:
         "says optimize: false); plain: the exported TorchScript as saved."
     )
     return 1 if any(row["errors"] or not row["completed"] for row in rows) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

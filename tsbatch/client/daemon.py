@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from tsbatch.build.manifest import Manifest, load_manifest
@@ -123,7 +122,3 @@ def main(argv: list[str] | None = None) -> int:
         print("[serve] stopped" if stop(args.run_dir) else "[serve] was not running")
         return 0
     return status(args.run_dir)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
