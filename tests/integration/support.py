@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tsbatch.client.load import BackgroundLoad, LoadDriver
+from tsbatch.client.process import free_ports, worker_port_base
+from tsbatch.config.properties import ADDRESS_KEYS
 from tsbatch.paths import REPORTS_DIR
 
 REPORTS = REPORTS_DIR / "production"
@@ -37,3 +39,19 @@ def background_load(
         request_timeout_s=timeout,
     )
     return BackgroundLoad(driver, clients)
+
+
+def private_port_entries() -> dict[str, str]:
+    """config.properties entries that put one instance on free loopback ports (HTTP APIs,
+    gRPC, worker sockets), as ``start_instance`` does, for tests that start TorchServe
+    their own way."""
+    *api_ports, grpc_inference, grpc_management = free_ports(len(ADDRESS_KEYS) + 2)
+    entries = {
+        key: f"http://127.0.0.1:{port}" for key, port in zip(ADDRESS_KEYS.values(), api_ports, strict=True)
+    }
+    entries.update(
+        grpc_inference_port=str(grpc_inference),
+        grpc_management_port=str(grpc_management),
+        initial_worker_port=str(worker_port_base()),
+    )
+    return entries

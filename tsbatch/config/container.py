@@ -1,10 +1,18 @@
-"""Write ``deploy/config.container.properties``: config.properties as the image runs it.
+"""Write the configs the image runs: config.properties with container addresses and paths.
 
 The repository's config.properties binds loopback, which inside a container would make
-the server unreachable through published ports. The container file is the same file with
-only the addresses (0.0.0.0) and the paths inside the image changed, so batch settings,
-limits, token auth and metrics stay exactly what ops edited. Regenerate it after editing
-config.properties (a unit test fails while the two disagree):
+the server unreachable through published ports. Two profiles are derived from it, each
+differing only in the entries listed below, so batch settings, limits and metrics stay
+exactly what ops edited:
+
+- ``deploy/config.container.properties`` (the image's default; `docker run`, one host):
+  0.0.0.0 addresses and image paths; token auth stays on.
+- ``deploy/config.cluster.properties`` (Kubernetes, KServe): the same with TorchServe's
+  token auth off, because TorchServe 0.12 makes random keys per process, so a client key
+  works on one replica only. Callers are authenticated at the edge instead and a
+  NetworkPolicy admits only the edge (docs/production.md, threat model).
+
+Regenerate both after editing config.properties (a unit test fails while they disagree):
 
     python -m deploy.container_config
 """
@@ -13,15 +21,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from tsbatch.config.properties import replace_entry
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 
-TARGET = REPO_ROOT / "deploy" / "config.container.properties"
 APP_DIR = "/app"  # where the Dockerfile puts the repository's runtime files
 
-# The only entries that differ from config.properties, and why (written into the header).
+# The entries every container profile changes.
 CONTAINER_ENTRIES = {
     "inference_address": "http://0.0.0.0:8080",
     "management_address": "http://0.0.0.0:8081",
@@ -30,28 +38,62 @@ CONTAINER_ENTRIES = {
     "metrics_config": f"{APP_DIR}/metrics.yaml",
 }
 
-HEADER = """\
-# GENERATED from config.properties by `python -m deploy.container_config`: do not edit.
-# Edit config.properties and regenerate; a unit test fails while the two disagree.
-#
-# Only these entries differ from config.properties:
+CONTAINER_NOTE = """\
 #   inference/management/metrics_address  0.0.0.0: inside a container loopback is
 #       unreachable from outside; what is exposed is decided by the published ports or
-#       the Kubernetes Service/NetworkPolicy, and token auth stays on.
+#       the Kubernetes Service/NetworkPolicy.
 #   model_store, metrics_config  paths inside the image (/app); mount a volume over
 #       /app/model-store (or pass --model-store) to serve other archives.
-# TorchServe writes key_file.json into its working directory (/home/model-server in the
-# image); deploy/probe.py reads it for the health checks.
-
 """
 
 
+@dataclass(frozen=True)
+class Profile:
+    """One generated config: where it goes, what it changes, and why (its header)."""
+
+    target: Path
+    entries: dict[str, str]
+    why: str
+
+    def render(self, source_text: str) -> str:
+        """This profile's config for a given config.properties text."""
+        text = source_text
+        for key, value in self.entries.items():
+            text = replace_entry(text, key, f"{key}={value}\n")
+        header = (
+            "# GENERATED from config.properties by `python -m deploy.container_config`: do not edit.\n"
+            "# Edit config.properties and regenerate; a unit test fails while the two disagree.\n"
+            "#\n# Only these entries differ from config.properties:\n" + CONTAINER_NOTE + self.why + "\n"
+        )
+        return header + text
+
+
+CONTAINER = Profile(
+    target=REPO_ROOT / "deploy" / "config.container.properties",
+    entries=CONTAINER_ENTRIES,
+    why=(
+        "# Token auth stays on: TorchServe writes key_file.json into its working directory\n"
+        "# (/home/model-server in the image); deploy/probe.py reads it for the health checks.\n"
+    ),
+)
+CLUSTER = Profile(
+    target=REPO_ROOT / "deploy" / "config.cluster.properties",
+    entries={**CONTAINER_ENTRIES, "disable_token_authorization": "true"},
+    why=(
+        "#   disable_token_authorization=true  TorchServe 0.12 keys are random per process, so\n"
+        "#       behind a Service with several replicas a client key works on one pod only.\n"
+        "#       Callers authenticate at the ingress/gateway; the NetworkPolicy in\n"
+        "#       deploy/kubernetes/torchserve.yaml admits only it (and the load-test pods) to 8080\n"
+        "#       and Prometheus to 8082, never 8081. See docs/production.md (threat model).\n"
+    ),
+)
+PROFILES = (CONTAINER, CLUSTER)
+TARGET = CONTAINER.target
+
+
 def render(source_text: str) -> str:
-    """The container config for a given config.properties text."""
-    text = source_text
-    for key, value in CONTAINER_ENTRIES.items():
-        text = replace_entry(text, key, f"{key}={value}\n")
-    return HEADER + text
+    """The single-host container config (token auth on) for a config.properties text."""
+    return CONTAINER.render(source_text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,16 +101,18 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--source", type=Path, default=DEFAULT_PROPERTIES)
-    parser.add_argument("--output", type=Path, default=TARGET)
-    parser.add_argument("--check", action="store_true", help="exit 1 if the output file is stale")
+    parser.add_argument("--output-dir", type=Path, help="write the profiles here instead of deploy/")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a generated file is stale")
     args = parser.parse_args(argv)
-    expected = render(args.source.read_text())
-    if args.check:
-        current = args.output.read_text() if args.output.exists() else ""
-        if current != expected:
-            print(f"{args.output} is stale: run `python -m deploy.container_config`", file=sys.stderr)
-            return 1
-        return 0
-    args.output.write_text(expected)
-    print(f"wrote {args.output}")
-    return 0
+    source = args.source.read_text()
+    stale = 0
+    for profile in PROFILES:
+        output = args.output_dir / profile.target.name if args.output_dir else profile.target
+        expected = profile.render(source)
+        if not args.check:
+            output.write_text(expected)
+            print(f"wrote {output}")
+        elif not output.exists() or output.read_text() != expected:
+            print(f"{output} is stale: run `python -m deploy.container_config`", file=sys.stderr)
+            stale = 1
+    return stale

@@ -26,6 +26,7 @@ from tsbatch.build.resnet.weights import (
     ResolvedWeights,
     load_torchvision_weights,
     load_user_weights,
+    require_digits_allowed,
 )
 from tsbatch.paths import DEFAULT_MANIFEST
 
@@ -44,6 +45,7 @@ def resolve_weights(spec: ModelSpec, weights_path: Path | None, labels_path: Pat
         )
         if resolved is not None:
             return resolved
+    require_digits_allowed(architecture)
     print("[export] no pretrained weights available: training on scikit-learn digits")
     return train_on_digits(architecture, weights.get("digits") or {})
 

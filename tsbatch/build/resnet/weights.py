@@ -1,10 +1,15 @@
 """Where the ResNet's weights come from: a path the user gives (a state_dict, or their own
 TorchScript artifact plus labels) or torchvision's ImageNet weights (the local torch hub
 cache, then a download), with the preprocessing each was trained with.
+
+The offline digits model is a placeholder (a real classifier, but of 0-9 digits, served
+under the name ``resnet18``), so a build only falls back to it when asked for explicitly:
+``TSBATCH_ALLOW_DIGITS=1``, which ``make archive`` sets and the image build does not.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +21,7 @@ import torchvision
 from tsbatch.build import artifacts
 
 SUPPORTED_ARCHITECTURES = ("resnet18", "resnet34", "resnet50")
+ALLOW_DIGITS_ENV = "TSBATCH_ALLOW_DIGITS"
 
 
 class ExportError(RuntimeError):
@@ -150,3 +156,15 @@ def load_torchvision_weights(architecture: str, name: str, allow_download: bool)
         details={"origin": origin},
         **_preprocessing_fields(imagenet_preprocessing(weights)),
     )
+
+
+def require_digits_allowed(architecture: str) -> None:
+    """Refuse the digits placeholder unless the build asked for it (ALLOW_DIGITS_ENV=1)."""
+    if os.environ.get(ALLOW_DIGITS_ENV, "0") != "1":
+        raise ExportError(
+            f"no pretrained {architecture} weights: give a state_dict or TorchScript artifact "
+            "(models.yaml `weights.path`, or --weights), put torchvision's weights in the torch hub "
+            "cache, or allow the download. The offline fallback (the architecture trained on "
+            f"scikit-learn digits, labels 0-9) is a placeholder: set {ALLOW_DIGITS_ENV}=1 to build it "
+            "anyway (`make archive` does; the image build takes --build-arg TSBATCH_ALLOW_DIGITS=1)."
+        )

@@ -10,7 +10,9 @@ import torch
 import torchvision
 
 from tsbatch.build.manifest import load_manifest
+from tsbatch.build.resnet.export import resolve_weights
 from tsbatch.build.resnet.weights import (
+    ALLOW_DIGITS_ENV,
     ExportError,
     cached_weights_path,
     load_torchvision_weights,
@@ -48,3 +50,15 @@ def test_torchvision_weights_come_from_the_local_hub_cache(tmp_path: Path, monke
     assert resolved.source == "torchvision resnet18 IMAGENET1K_V1"
     assert len(resolved.labels) == 1000 and resolved.labels[0] == "tench"
     assert (resolved.resize_size, resolved.crop_size) == (256, 224)
+
+
+def test_without_weights_the_build_refuses_the_digits_placeholder(tmp_path: Path, spec, monkeypatch) -> None:
+    """No path, an empty hub cache and no download: the image build's situation offline."""
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    monkeypatch.delenv(ALLOW_DIGITS_ENV, raising=False)
+    offline = replace(spec, settings={**spec.settings, "weights": {"torchvision": "DEFAULT", "download": False}})
+    with pytest.raises(ExportError, match=f"placeholder: set {ALLOW_DIGITS_ENV}=1"):
+        resolve_weights(offline, None, None)
+    monkeypatch.setenv(ALLOW_DIGITS_ENV, "0")
+    with pytest.raises(ExportError, match="weights.path"):
+        resolve_weights(offline, None, None)
