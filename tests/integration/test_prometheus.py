@@ -23,7 +23,7 @@ import yaml
 
 from tests.conftest import image_bytes
 from tests.integration.support import record
-from tests.unit.deploy.readers import all_exprs, dashboard, promql_metric_names
+from tests.unit.deploy.readers import adapter_rules, all_exprs, dashboard, promql_metric_names
 from tsbatch.build.package import private_store
 from tsbatch.client.process import free_port
 from tsbatch.paths import REPO_ROOT
@@ -33,7 +33,13 @@ pytestmark = pytest.mark.slow
 MODEL = "resnet18"
 CLIENTS = 16
 REQUESTS_PER_CLIENT = 25
-GRAFANA_VARIABLES = {"$model": MODEL, "$__rate_interval": "1m", "$__range": "5m"}
+GRAFANA_VARIABLES = {
+    "$namespace": ".*",
+    "$pod": ".*",
+    "$model": MODEL,
+    "$__rate_interval": "1m",
+    "$__range": "5m",
+}
 
 
 @contextmanager
@@ -178,7 +184,7 @@ def test_real_prometheus_sees_batching_and_evaluates_every_dashboard_query(
             if promql_metric_names(expr) <= present:
                 assert result, f"dashboard query returned nothing although its series exist: {concrete}"
 
-        for rule in yaml.safe_load(_adapter_config())["rules"]:
+        for rule in adapter_rules():
             concrete = (
                 rule["metricsQuery"]
                 .replace("<<.GroupBy>>", "job")
@@ -191,10 +197,3 @@ def test_real_prometheus_sees_batching_and_evaluates_every_dashboard_query(
 
 def _all_metric_names() -> set[str]:
     return {name for expr in all_exprs(dashboard()) for name in promql_metric_names(expr)}
-
-
-def _adapter_config() -> str:
-    document = yaml.safe_load(
-        (REPO_ROOT / "deploy" / "kubernetes" / "prometheus-adapter-rules.yaml").read_text()
-    )
-    return document["data"]["config.yaml"]

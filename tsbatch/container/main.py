@@ -6,8 +6,9 @@ import os
 import sys
 from pathlib import Path
 
+from tsbatch.build.package import PackageError
 from tsbatch.container.drain import DrainSettings, supervise
-from tsbatch.container.startup import StartupError, prepare
+from tsbatch.container.startup import StartupError, kserve_storage, prepare
 
 WRITABLE_STORE_ENV = "TSBATCH_WRITABLE_STORE"
 
@@ -22,8 +23,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     store = Path(os.environ.get(WRITABLE_STORE_ENV, str(Path.cwd() / "model-store")))
     try:
-        command = prepare(command, store)
-    except StartupError as exc:
+        downloaded = kserve_storage(command, dict(os.environ))
+        command = prepare(downloaded, store, repackage=downloaded == command)
+    except (StartupError, PackageError, ValueError) as exc:
         print(f"[start] {exc}", file=sys.stderr)
         return 1
     return supervise(command, DrainSettings.from_environment())

@@ -7,6 +7,11 @@ does; where they disagree they are repackaged from the image's exported artifact
 writable store (seconds, no re-export: what `make serve` does), and the command is pointed
 at that store. Errors in the file (the same ones `make check-config` reports) stop the
 start with the messages.
+
+KServe: a custom container that sets ``STORAGE_URI`` gets that URI downloaded by KServe's
+storage initializer into ``/mnt/models`` before it starts. Then the archives come from
+``/mnt/models/model-store`` (or ``/mnt/models`` itself), and ``/mnt/models/config.properties``,
+when present, replaces the --ts-config (a container profile: 0.0.0.0 addresses).
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ from tsbatch.build.package import package
 from tsbatch.config.check import Problem, check, check_archives, check_models
 from tsbatch.config.properties import read_properties
 
+KSERVE_STORAGE_ENV = "STORAGE_URI"
+KSERVE_MODEL_DIR = Path("/mnt/models")
+
 
 class StartupError(RuntimeError):
     """The configuration cannot be served; the message lists why."""
@@ -30,6 +38,29 @@ def option(command: list[str], flag: str) -> str | None:
         command[command.index(flag) + 1]
         if flag in command and command.index(flag) + 1 < len(command)
         else None
+    )
+
+
+def with_option(command: list[str], flag: str, value: str) -> list[str]:
+    index = command.index(flag) + 1
+    return [*command[:index], value, *command[index + 1 :]]
+
+
+def kserve_storage(
+    command: list[str], environ: dict[str, str], model_dir: Path = KSERVE_MODEL_DIR
+) -> list[str]:
+    """The command pointed at what KServe's storage initializer downloaded, if it did."""
+    if not environ.get(KSERVE_STORAGE_ENV) or "--model-store" not in command:
+        return command
+    store = model_dir / "model-store" if (model_dir / "model-store").is_dir() else model_dir
+    if not any(store.glob("*.mar")):
+        raise StartupError(f"{KSERVE_STORAGE_ENV} is set but {store} holds no .mar archive")
+    command = with_option(command, "--model-store", str(store))
+    config = model_dir / "config.properties"
+    return (
+        with_option(command, "--ts-config", str(config))
+        if config.is_file() and "--ts-config" in command
+        else command
     )
 
 
@@ -48,9 +79,12 @@ def stale_archives(properties: Path, store: Path) -> list[Problem]:
     return check_archives({name: entry for name, entry in settings.items() if name in wanted}, store)
 
 
-def prepare(command: list[str], writable_store: Path, manifest: Manifest | None = None) -> list[str]:
+def prepare(
+    command: list[str], writable_store: Path, manifest: Manifest | None = None, repackage: bool = True
+) -> list[str]:
     """The TorchServe command to run: as given when the archives agree with its --ts-config,
-    else pointed at ``writable_store`` with the archives repackaged from that file."""
+    else pointed at ``writable_store`` with the archives repackaged from that file (only
+    from the image's own exports: archives from elsewhere that disagree are an error)."""
     config, store = option(command, "--ts-config"), option(command, "--model-store")
     if Path(command[0]).name != "torchserve" or config is None or store is None:
         return command  # not a TorchServe start (e.g. a shell for debugging): run as given
@@ -61,6 +95,10 @@ def prepare(command: list[str], writable_store: Path, manifest: Manifest | None 
     if stale:
         for problem in stale:
             print(f"[start] {problem}")
+        if not repackage:
+            raise StartupError(
+                f"the archives in {image_store} disagree with {properties}: rebuild them with it"
+            )
         print(f"[start] {properties} wins: repackaging into {writable_store}")
         target = writable_store
         private = replace(repo, model_store=target)
@@ -72,7 +110,4 @@ def prepare(command: list[str], writable_store: Path, manifest: Manifest | None 
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise StartupError(f"{properties}: {len(errors)} error(s) (above); not starting TorchServe")
-    if target == image_store:
-        return command
-    index = command.index("--model-store") + 1
-    return [*command[:index], str(target), *command[index + 1 :]]
+    return command if target == image_store else with_option(command, "--model-store", str(target))

@@ -13,11 +13,23 @@ from tsbatch.config.properties import model_settings, parse_entries, read_proper
 from tsbatch.paths import DEFAULT_PROPERTIES
 
 
-def test_committed_container_config_is_current() -> None:
-    assert container_config.TARGET.read_text() == container_config.render(DEFAULT_PROPERTIES.read_text()), (
-        "deploy/config.container.properties is stale: run `python -m deploy.container_config`"
-    )
+def test_committed_container_configs_are_current() -> None:
+    for profile in container_config.PROFILES:
+        assert profile.target.read_text() == profile.render(DEFAULT_PROPERTIES.read_text()), (
+            f"{profile.target.name} is stale: run `python -m deploy.container_config`"
+        )
     assert container_config.main(["--check"]) == 0
+
+
+def test_cluster_profile_is_the_container_config_with_token_auth_off() -> None:
+    container, cluster = (
+        read_properties(p.target) for p in (container_config.CONTAINER, container_config.CLUSTER)
+    )
+    changed = {key for key in container.keys() | cluster.keys() if container.get(key) != cluster.get(key)}
+    assert changed == {"disable_token_authorization"}
+    assert cluster["disable_token_authorization"] == "true"
+    header = container_config.CLUSTER.target.read_text().split("\n\n", 1)[0]
+    assert "NetworkPolicy" in header and "docs/production.md" in header, "say why and what guards it"
 
 
 def test_container_config_keeps_every_setting_but_addresses_and_paths() -> None:
@@ -40,9 +52,10 @@ def test_render_follows_a_changed_source() -> None:
 
 
 def test_check_mode_reports_a_stale_file(tmp_path: Path) -> None:
-    stale = tmp_path / "config.container.properties"
-    stale.write_text("inference_address=http://127.0.0.1:8080\n")
-    assert container_config.main(["--check", "--output", str(stale)]) == 1
+    assert container_config.main(["--output-dir", str(tmp_path)]) == 0
+    assert container_config.main(["--check", "--output-dir", str(tmp_path)]) == 0
+    (tmp_path / container_config.CLUSTER.target.name).write_text("inference_address=http://127.0.0.1:8080\n")
+    assert container_config.main(["--check", "--output-dir", str(tmp_path)]) == 1
 
 
 def read_properties_text(text: str) -> dict[str, str]:

@@ -1,5 +1,6 @@
 """Readers of the deployment files that several test modules check: the Dockerfile's
-instructions, metrics.yaml's exported names, and the dashboard's PromQL."""
+instructions, metrics.yaml's exported names, the dashboard's PromQL and the
+prometheus-adapter rules."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tsbatch.paths import REPO_ROOT
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 DASHBOARD = REPO_ROOT / "observability" / "grafana-dashboard.json"
+ADAPTER_VALUES = REPO_ROOT / "observability" / "prometheus-adapter-values.yaml"
 PROMQL_KEYWORDS = {
     "by",
     "without",
@@ -108,3 +110,8 @@ def query_panels(document: dict) -> list[dict]:
 
 def all_exprs(document: dict) -> list[str]:
     return [target["expr"] for panel in query_panels(document) for target in panel["targets"]]
+
+
+def adapter_rules() -> list[dict]:
+    """The prometheus-adapter rules, as the adapter's Helm chart receives them (rules.custom)."""
+    return yaml.safe_load(ADAPTER_VALUES.read_text())["rules"]["custom"]

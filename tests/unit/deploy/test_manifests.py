@@ -23,9 +23,15 @@ import yaml
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
-from tests.unit.deploy.readers import exec_form, exported_series_names, instructions, promql_metric_names
+from tests.unit.deploy.readers import (
+    adapter_rules,
+    exec_form,
+    exported_series_names,
+    instructions,
+    promql_metric_names,
+)
 from tsbatch.client.auth import TOKEN_ENV
-from tsbatch.config.properties import read_properties
+from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.paths import REPO_ROOT
 from tsbatch.sla.profiles import load_profile
 
@@ -33,6 +39,8 @@ DEPLOY = REPO_ROOT / "deploy"
 KUBERNETES_FILES = sorted((DEPLOY / "kubernetes").glob("*.yaml"))
 INFERENCE_SERVICE = DEPLOY / "kserve" / "inferenceservice.yaml"
 CONTAINER_CONFIG = DEPLOY / "config.container.properties"
+CLUSTER_CONFIG = DEPLOY / "config.cluster.properties"
+DRAIN = ["python", "/app/deploy/probe.py", "drain"]
 K8S_VERSION = kv_utils.latest_version()
 
 # KServe v1beta1: fields every component has, and the predictor's own (model formats, runtimes).
@@ -142,11 +150,81 @@ def test_every_workload_runs_the_same_image() -> None:
     assert len(images) == 1, images
 
 
-def test_torchserve_and_kserve_run_the_images_command() -> None:
-    command = exec_form("CMD")
-    assert container(find("Deployment", "torchserve"))["args"] == command
+def cluster_pods() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(pod spec, TorchServe container) of the Deployment and of the KServe predictor."""
     (service,) = documents(INFERENCE_SERVICE)
-    assert service["spec"]["predictor"]["containers"][0]["args"] == command
+    predictor = service["spec"]["predictor"]
+    deployment = find("Deployment", "torchserve")["spec"]["template"]["spec"]
+    return [
+        (deployment, container(find("Deployment", "torchserve"))),
+        (predictor, predictor["containers"][0]),
+    ]
+
+
+def test_torchserve_and_kserve_run_the_images_command_with_the_cluster_profile() -> None:
+    """The image's CMD with --ts-config pointing at the cluster profile (token auth off)."""
+    command = exec_form("CMD")
+    expected = [
+        f"/app/deploy/{CLUSTER_CONFIG.name}" if t.endswith(CONTAINER_CONFIG.name) else t for t in command
+    ]
+    assert expected != command
+    for _pod, main in cluster_pods():
+        assert main["args"] == expected
+    assert read_properties(CLUSTER_CONFIG)["disable_token_authorization"] == "true"
+    assert read_properties(CONTAINER_CONFIG)["disable_token_authorization"] == "false", (
+        "single host keeps auth"
+    )
+
+
+def test_cluster_pods_drain_and_fail_readiness_without_cuda() -> None:
+    """preStop drains (readiness fails first) within a grace period longer than the slowest
+    batch; GPU pods ask the handlers to fail their load when CUDA is unusable."""
+    slowest_batch = max(
+        int(m["responseTimeout"]) for m in model_settings(read_properties(CLUSTER_CONFIG)).values()
+    )
+    for pod, main in cluster_pods():
+        env = {item["name"]: item.get("value") for item in main.get("env", [])}
+        assert env["TSBATCH_REQUIRE_CUDA"] == "1"
+        assert main["lifecycle"]["preStop"]["exec"]["command"] == DRAIN
+        assert pod["terminationGracePeriodSeconds"] > float(env["TSBATCH_DRAIN_SECONDS"]) + slowest_batch
+        assert main["startupProbe"]["exec"]["command"] == main["readinessProbe"]["exec"]["command"]
+        assert main["readinessProbe"]["failureThreshold"] <= 3, "a broken pod must leave the Service quickly"
+        assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+        assert (
+            pod["securityContext"]["runAsNonRoot"]
+            and main["securityContext"]["allowPrivilegeEscalation"] is False
+        )
+        assert main["securityContext"]["capabilities"]["drop"] == ["ALL"]
+
+
+def test_autoscaled_deployment_sets_no_replicas() -> None:
+    assert "replicas" not in find("Deployment", "torchserve")["spec"], "the HPA owns replicas"
+
+
+def test_network_policy_admits_only_the_edge_load_tests_and_prometheus() -> None:
+    policy = find("NetworkPolicy", "torchserve")
+    deployment = find("Deployment", "torchserve")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    ports = [port["port"] for rule in policy["spec"]["ingress"] for port in rule["ports"]]
+    assert sorted(ports) == ["inference", "metrics"], "never the management port"
+    locust_labels = find("Deployment", "locust-worker")["spec"]["template"]["metadata"]["labels"]
+    inference_sources = next(
+        r["from"] for r in policy["spec"]["ingress"] if r["ports"][0]["port"] == "inference"
+    )
+    assert any(
+        "podSelector" in s and s["podSelector"]["matchLabels"].items() <= locust_labels.items()
+        for s in inference_sources
+    ), "the load-test pods must reach the inference port"
+    ingress = find("Ingress", "torchserve")
+    assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/auth-type"], (
+        "the edge authenticates"
+    )
+    backends = {
+        p["backend"]["service"]["port"]["name"] for r in ingress["spec"]["rules"] for p in r["http"]["paths"]
+    }
+    assert backends == {"inference"}
 
 
 def test_torchserve_pod_has_gpu_probes_and_ports_matching_the_container_config() -> None:
@@ -160,6 +238,7 @@ def test_torchserve_pod_has_gpu_probes_and_ports_matching_the_container_config()
         assert ports[kind] == int(properties[f"{kind}_address"].rsplit(":", 1)[1])
     ready = ["python", "/app/deploy/probe.py", "ready"]
     assert main["readinessProbe"]["exec"]["command"] == ready == main["startupProbe"]["exec"]["command"]
+    assert CONTAINER_CONFIG.exists() and CLUSTER_CONFIG.exists()
     assert main["livenessProbe"]["httpGet"]["port"] == "metrics", "liveness must not need a token"
     annotations = deployment["spec"]["template"]["metadata"]["annotations"]
     assert int(annotations["prometheus.io/port"]) == ports["metrics"]
@@ -185,7 +264,7 @@ def test_autoscaler_uses_load_gauges_the_adapter_serves() -> None:
     hpa = find("HorizontalPodAutoscaler", "torchserve")
     assert hpa["spec"]["scaleTargetRef"]["name"] == "torchserve"
     wanted = {m["pods"]["metric"]["name"] for m in hpa["spec"]["metrics"] if m["type"] == "Pods"}
-    rules = yaml.safe_load(find("ConfigMap", "torchserve-adapter-rules")["data"]["config.yaml"])["rules"]
+    rules = adapter_rules()
     served = {rule["name"]["as"] for rule in rules}
     assert wanted and wanted <= served, f"HPA asks for {wanted - served}, which no adapter rule serves"
     exported = exported_series_names()
