@@ -8,8 +8,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from deploy.probe import Client, local_url
+from deploy.probe import main as probe_main
 from tsbatch.config import container as container_config
 from tsbatch.config.properties import model_settings, parse_entries, read_properties
+from tsbatch.container import DRAIN_FILE_ENV, DRAIN_SECONDS_ENV
 from tsbatch.paths import DEFAULT_PROPERTIES
 
 
@@ -88,3 +90,17 @@ def test_probe_knows_the_models_to_wait_for_and_when_a_key_expired(tmp_path: Pat
     ]
     assert client.expired("management") and not client.expired("inference") and not client.expired("API")
     assert client.management == "http://127.0.0.1:8081"
+
+
+def test_probe_drain_marks_the_pod_and_readiness_then_fails(tmp_path: Path, monkeypatch, capsys) -> None:
+    """preStop's `probe.py drain`: the mark appears, the wait ends, and readiness fails
+    before it asks the server anything (no server runs here)."""
+    marker = tmp_path / "draining"
+    monkeypatch.setenv(DRAIN_FILE_ENV, str(marker))
+    monkeypatch.setenv(DRAIN_SECONDS_ENV, "0.2")
+    assert probe_main(["drain"]) == 0 and marker.exists()
+    assert (
+        probe_main(["ready", "--config", str(container_config.TARGET), "--key-file", str(tmp_path / "k")])
+        == 1
+    )
+    assert "draining" in capsys.readouterr().err
