@@ -6,6 +6,8 @@ drain time, then stops the Java frontend as ``torchserve --stop`` does. Here the
 command runs on free loopback ports and gets the same SIGTERM while 8 clients keep
 sending. Every request sent before the SIGTERM must get its 200; requests sent later
 (which Kubernetes would route to other pods once readiness failed) are counted apart.
+The old way, ``tini -g`` (SIGTERM to the whole process group, workers included), runs
+beside it for comparison (figures in reports/production/drain.json).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,60 +32,77 @@ pytestmark = pytest.mark.slow
 
 MODEL = "resnet18"
 DRAIN_SECONDS = 4.0
+FIGURES: dict[str, dict[str, Any]] = {}
 
 
-def test_sigterm_drains_in_flight_requests(tmp_path: Path, model_store: Path) -> None:
+def stop_under_load(run_dir: Path, model_store: Path, through_start_py: bool) -> dict[str, Any]:
+    """Start TorchServe (through start.py, or bare in its own process group), load it,
+    stop it (SIGTERM to start.py, or to the whole group as `tini -g` did); the figures."""
     entries = {**private_port_entries(), "load_models": f"{MODEL}.mar"}
-    properties = effective_properties(DEFAULT_PROPERTIES, tmp_path, model_store, overrides=entries)
-    server = TorchServe(run_dir=tmp_path, properties_path=properties, model_store=model_store)
+    properties = effective_properties(DEFAULT_PROPERTIES, run_dir, model_store, overrides=entries)
+    server = TorchServe(run_dir=run_dir, properties_path=properties, model_store=model_store)
     env = {
         **os.environ,
-        "TMPDIR": str(tmp_path),
-        "LOG_LOCATION": str(tmp_path / "logs"),
-        "METRICS_LOCATION": str(tmp_path / "logs"),
-        DRAIN_FILE_ENV: str(tmp_path / "draining"),
+        "TMPDIR": str(run_dir),
+        "LOG_LOCATION": str(run_dir / "logs"),
+        "METRICS_LOCATION": str(run_dir / "logs"),
+        DRAIN_FILE_ENV: str(run_dir / "draining"),
         DRAIN_SECONDS_ENV: str(DRAIN_SECONDS),
-        "TSBATCH_WRITABLE_STORE": str(tmp_path / "model-store"),
+        "TSBATCH_WRITABLE_STORE": str(run_dir / "model-store"),
     }
     command = [
-        sys.executable, str(REPO_ROOT / "deploy" / "start.py"),
         str(Path(sys.executable).parent / "torchserve"), "--start", "--foreground", "--ncs",
         "--model-store", str(model_store), "--ts-config", str(properties),
     ]  # fmt: skip
-    with (tmp_path / "torchserve.out").open("ab") as log:
-        supervisor = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    if through_start_py:
+        command = [sys.executable, str(REPO_ROOT / "deploy" / "start.py"), *command]
+    with (run_dir / "torchserve.out").open("ab") as log:
+        process = subprocess.Popen(
+            command, cwd=run_dir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     probe = [sys.executable, str(REPO_ROOT / "deploy" / "probe.py"), "ready", "--config", str(properties)]
     probe += ["--key-file", str(server.key_file)]
     try:
-        server.process = None
         server.wait_ready([MODEL], timeout=180)
         with background_load(server, MODEL, [image_bytes(size=(224, 224))], clients=8) as load:
             time.sleep(3)
             stop_sent = time.time()
-            supervisor.send_signal(signal.SIGTERM)
+            if through_start_py:
+                process.send_signal(signal.SIGTERM)
+            else:
+                os.killpg(process.pid, signal.SIGTERM)
             time.sleep(1)
-            draining_probe = subprocess.run(probe, cwd=tmp_path, env=env, capture_output=True, text=True)
-            exit_code = supervisor.wait(timeout=DRAIN_SECONDS + 60)
+            readiness = subprocess.run(probe, cwd=run_dir, env=env, capture_output=True, text=True)
+            exit_code = process.wait(timeout=DRAIN_SECONDS + 60)
             stopped = time.time()
-        before = [r for r in load.records if r.start < stop_sent]
-        failed_before = [r for r in before if r.status != 200]
-        after = [r for r in load.records if r.start >= stop_sent]
-        served_after = [r for r in after if r.status == 200]
-        record(
-            "drain",
-            sent_before_sigterm=len(before),
-            failed_before_sigterm=len(failed_before),
-            statuses_failed_before=sorted({r.status for r in failed_before}),
-            sent_after_sigterm=len(after),
-            served_after_sigterm=len(served_after),
-            drain_seconds=DRAIN_SECONDS,
-            sigterm_to_exit_s=round(stopped - stop_sent, 2),
-        )
-        assert exit_code == 0, server.log_tail()
-        assert draining_probe.returncode == 1 and "draining" in draining_probe.stderr
-        assert before and not failed_before, f"{len(failed_before)}/{len(before)} accepted requests failed"
-        assert served_after, "requests kept being served during the drain"
     finally:
-        if supervisor.poll() is None:
-            supervisor.kill()
-            supervisor.wait()
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    before = [r for r in load.records if r.start < stop_sent]
+    failed = [r for r in before if r.status != 200]
+    return {
+        "sent_before_sigterm": len(before),
+        "failed_before_sigterm": len(failed),
+        "statuses_failed_before": sorted({r.status for r in failed}),
+        "served_after_sigterm": sum(1 for r in load.records if r.start >= stop_sent and r.status == 200),
+        "sigterm_to_exit_s": round(stopped - stop_sent, 2),
+        "exit_code": exit_code,
+        "readiness_after_sigterm": readiness.returncode,
+        "readiness_says": readiness.stderr.strip()[-200:],
+        "log_tail": server.log_tail(10),
+    }
+
+
+@pytest.mark.parametrize("way", ["start.py (the image now)", "tini -g (before)"])
+def test_sigterm_under_load(way: str, tmp_path: Path, model_store: Path) -> None:
+    figures = stop_under_load(tmp_path, model_store, through_start_py=way.startswith("start.py"))
+    FIGURES[way] = {key: value for key, value in figures.items() if key != "log_tail"}
+    record("drain", drain_seconds=DRAIN_SECONDS, **FIGURES)
+    if not way.startswith("start.py"):
+        return  # the baseline: its figures are the comparison, whatever they are
+    assert figures["exit_code"] == 0, figures["log_tail"]
+    assert figures["readiness_after_sigterm"] == 1 and "draining" in figures["readiness_says"]
+    assert figures["sent_before_sigterm"] > 0
+    assert figures["failed_before_sigterm"] == 0, figures
+    assert figures["served_after_sigterm"] > 0, "routed requests keep being served during the drain"
