@@ -36,9 +36,12 @@ FIGURES: dict[str, dict[str, Any]] = {}
 
 
 def stop_under_load(run_dir: Path, model_store: Path, through_start_py: bool) -> dict[str, Any]:
-    """Start TorchServe (through start.py, or bare in its own process group), load it,
-    stop it (SIGTERM to start.py, or to the whole group as `tini -g` did); the figures."""
+    """Start TorchServe (through start.py with the cluster profile's token auth off, or bare
+    in its own process group), load it, stop it (SIGTERM to start.py, or to the whole group
+    as `tini -g` did); the figures."""
     entries = {**private_port_entries(), "load_models": f"{MODEL}.mar"}
+    if through_start_py:
+        entries["disable_token_authorization"] = "true"  # as in deploy/config.cluster.properties
     properties = effective_properties(DEFAULT_PROPERTIES, run_dir, model_store, overrides=entries)
     server = TorchServe(run_dir=run_dir, properties_path=properties, model_store=model_store)
     env = {
@@ -64,6 +67,7 @@ def stop_under_load(run_dir: Path, model_store: Path, through_start_py: bool) ->
     probe += ["--key-file", str(server.key_file)]
     try:
         server.wait_ready([MODEL], timeout=180)
+        ready_before = subprocess.run(probe, cwd=run_dir, env=env, capture_output=True, text=True)
         with background_load(server, MODEL, [image_bytes(size=(224, 224))], clients=8) as load:
             time.sleep(3)
             stop_sent = time.time()
@@ -88,6 +92,7 @@ def stop_under_load(run_dir: Path, model_store: Path, through_start_py: bool) ->
         "served_after_sigterm": sum(1 for r in load.records if r.start >= stop_sent and r.status == 200),
         "sigterm_to_exit_s": round(stopped - stop_sent, 2),
         "exit_code": exit_code,
+        "readiness_before_sigterm": ready_before.returncode,
         "readiness_after_sigterm": readiness.returncode,
         "readiness_says": readiness.stderr.strip()[-200:],
         "log_tail": server.log_tail(10),
@@ -102,6 +107,8 @@ def test_sigterm_under_load(way: str, tmp_path: Path, model_store: Path) -> None
     if not way.startswith("start.py"):
         return  # the baseline: its figures are the comparison, whatever they are
     assert figures["exit_code"] == 0, figures["log_tail"]
+    assert figures["readiness_before_sigterm"] == 0, "the probe needs no key with token auth off"
+    assert not (tmp_path / "key_file.json").exists()
     assert figures["readiness_after_sigterm"] == 1 and "draining" in figures["readiness_says"]
     assert figures["sent_before_sigterm"] > 0
     assert figures["failed_before_sigterm"] == 0, figures

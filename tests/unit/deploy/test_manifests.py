@@ -188,6 +188,10 @@ def test_cluster_pods_drain_and_fail_readiness_without_cuda() -> None:
         assert main["lifecycle"]["preStop"]["exec"]["command"] == DRAIN
         assert pod["terminationGracePeriodSeconds"] > float(env["TSBATCH_DRAIN_SECONDS"]) + slowest_batch
         assert main["startupProbe"]["exec"]["command"] == main["readinessProbe"]["exec"]["command"]
+        probe = main["readinessProbe"]["exec"]["command"]
+        assert probe[probe.index("--config") + 1] == main["args"][main["args"].index("--ts-config") + 1], (
+            "the probe must read the config TorchServe runs (token auth on or off)"
+        )
         assert main["readinessProbe"]["failureThreshold"] <= 3, "a broken pod must leave the Service quickly"
         assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
         assert (
@@ -236,7 +240,13 @@ def test_torchserve_pod_has_gpu_probes_and_ports_matching_the_container_config()
     ports = {p["name"]: p["containerPort"] for p in main["ports"]}
     for kind in ("inference", "management", "metrics"):
         assert ports[kind] == int(properties[f"{kind}_address"].rsplit(":", 1)[1])
-    ready = ["python", "/app/deploy/probe.py", "ready"]
+    ready = [
+        "python",
+        "/app/deploy/probe.py",
+        "ready",
+        "--config",
+        main["args"][main["args"].index("--ts-config") + 1],
+    ]
     assert main["readinessProbe"]["exec"]["command"] == ready == main["startupProbe"]["exec"]["command"]
     assert CONTAINER_CONFIG.exists() and CLUSTER_CONFIG.exists()
     assert main["livenessProbe"]["httpGet"]["port"] == "metrics", "liveness must not need a token"
