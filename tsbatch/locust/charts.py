@@ -16,21 +16,26 @@ LEFT, RIGHT, TOP, BOTTOM = 52, 12, 44, 30
 TICKS = 4
 AXIS_COLOUR, GRID_COLOUR, TEXT_COLOUR = "#8c96a8", "#e3e7ee", "#1d2330"
 WINDOW_COLOUR = "#e8f4ea"  # the measured window, shaded behind the lines
+OFF_SCALE = 3.0  # a target more than this many times the data's top is named, not drawn
 
 
 @dataclass(frozen=True)
 class Series:
-    """One line: ``(x seconds, y)`` points; ``dashed`` for targets and configured limits."""
+    """One line: ``(x seconds, y)`` points; ``dashed`` for targets and configured limits, which
+    the scale fits only when near the data unless ``always_in_scale`` (a limit the data lives under)."""
 
     label: str
     colour: str
     points: Sequence[tuple[float, float | None]]
     dashed: bool = False
+    always_in_scale: bool = False
 
 
-def level(label: str, colour: str, value: float, x_from: float, x_to: float) -> Series:
+def level(
+    label: str, colour: str, value: float, x_range: tuple[float, float], always_in_scale: bool = False
+) -> Series:
     """A horizontal dashed line (an SLA target, the configured batch size) across the chart."""
-    return Series(label, colour, [(x_from, value), (x_to, value)], dashed=True)
+    return Series(label, colour, [(x_range[0], value), (x_range[1], value)], True, always_in_scale)
 
 
 def _nice_ceiling(value: float) -> float:
@@ -39,6 +44,18 @@ def _nice_ceiling(value: float) -> float:
         return 1.0
     magnitude = 10.0 ** math.floor(math.log10(value))
     return next(step * magnitude for step in (1, 2, 2.5, 4, 5, 6, 8, 10) if step * magnitude >= value)
+
+
+def _top(line: Series) -> float:
+    return max((y for _, y in line.points if y is not None), default=0.0)
+
+
+def _y_max(series: Sequence[Series]) -> float:
+    """A round top over the data; a target line counts only when it is near the data (a target
+    far above would flatten the lines it is there to judge)."""
+    data = max((_top(line) for line in series if not line.dashed or line.always_in_scale), default=0.0)
+    near = [_top(line) for line in series if line.dashed and (data == 0 or _top(line) <= OFF_SCALE * data)]
+    return _nice_ceiling(max([data, *near, 1e-9]) * 1.05 / TICKS) * TICKS
 
 
 def _label(value: float) -> str:
@@ -55,9 +72,8 @@ def line_chart(
     """An SVG chart of ``series`` over ``x_range`` (seconds); ``window`` is shaded as measured."""
     x_min, x_max = x_range
     x_span = max(x_max - x_min, 1e-9)
-    values = [y for line in series for _, y in line.points if y is not None]
-    y_step = _nice_ceiling(max(values, default=1.0) * 1.05 / TICKS)
-    y_max = y_step * TICKS
+    y_max = _y_max(series)
+    shown = [line for line in series if not line.dashed or line.always_in_scale or _top(line) <= y_max]
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def px(x: float) -> float:
@@ -94,9 +110,9 @@ def line_chart(
         f'<polyline points="{LEFT},{TOP} {LEFT},{TOP + plot_h} {LEFT + plot_w},{TOP + plot_h}" '
         f'fill="none" stroke="{AXIS_COLOUR}"/>'
     )
-    for line in series:
+    for line in shown:
         parts.extend(_polylines(line, px, py))
-    parts.extend(_legend(series))
+    parts.extend(_legend(shown, off_scale=len(shown) < len(series)))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -123,11 +139,13 @@ def _polylines(line: Series, px: Callable[[float], float], py: Callable[[float],
     return out
 
 
-def _legend(series: Sequence[Series]) -> list[str]:
+def _legend(series: Sequence[Series], off_scale: bool) -> list[str]:
     """Solid lines by name, right-aligned; dashed ones share one "target" entry (same colours)."""
     entries = [(line.label, line.colour, False) for line in series if not line.dashed]
     if any(line.dashed for line in series):
         entries.append(("target", AXIS_COLOUR, True))
+    if off_scale:
+        entries.append(("targets above", AXIS_COLOUR, True))
     out = []
     x = WIDTH - RIGHT
     for label, colour, dashed in reversed(entries):

@@ -156,12 +156,16 @@ def shape_params(options: Any) -> ShapeParams:
     )
 
 
+def _configured(properties: Path) -> dict[str, str]:
+    try:
+        return read_properties(properties)
+    except OSError:
+        return {}
+
+
 def server_endpoints(options: Any, properties: Path = DEFAULT_PROPERTIES) -> ServerEndpoints:
     """Where the server view reads: the options, else config.properties, else TorchServe's defaults."""
-    try:
-        configured = read_properties(properties)
-    except OSError:
-        configured = {}
+    configured = _configured(properties)
     addresses = {key: configured.get(key, default) for key, default in DEFAULT_ADDRESSES.items()}
     token, source = management_token(options.key_file)
     return ServerEndpoints(
@@ -169,4 +173,18 @@ def server_endpoints(options: Any, properties: Path = DEFAULT_PROPERTIES) -> Ser
         management_url=options.management_url or addresses["management_address"],
         management_token=token,
         token_source=source,
+    )
+
+
+def server_view_refusal(options: Any, host: str | None, properties: Path = DEFAULT_PROPERTIES) -> str | None:
+    """Why not to scrape config.properties' addresses: the test targets another server (``--host``),
+    whose figures they would not be. ``None`` when the addresses are given or match the host."""
+    if options.metrics_url or not host:
+        return None
+    inference = _configured(properties).get("inference_address", "http://127.0.0.1:8080")
+    if host.rstrip("/") == inference.rstrip("/"):
+        return None
+    return (
+        f"--host {host} is not the inference_address of config.properties ({inference}): "
+        "give --metrics-url (and --management-url) of that server"
     )

@@ -20,7 +20,7 @@ from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
 from tsbatch.client.auth import inference_token
-from tsbatch.locust.options import add_options, run_config, server_endpoints
+from tsbatch.locust.options import add_options, run_config, server_endpoints, server_view_refusal
 from tsbatch.locust.report_html import write_report
 from tsbatch.locust.server_panels import console_lines
 from tsbatch.locust.server_view import ServerView
@@ -142,9 +142,14 @@ def on_test_start(environment: Any, **_: Any) -> None:
         STATE.token, source = inference_token(options.key_file)
         logger.info("inference token: %s", source)
     if not _is_worker(environment):
-        endpoints = server_endpoints(options)
-        STATE.server_view = ServerView(endpoints, STATE.config.models, options.server_scrape_interval)
-        SCRAPER.start(STATE.server_view)
+        view = ServerView(server_endpoints(options), STATE.config.models, options.server_scrape_interval)
+        STATE.server_view = view
+        refusal = server_view_refusal(options, target_host(environment))
+        if refusal:
+            view.error = refusal
+            logger.warning("server view off: %s", refusal)
+        else:
+            SCRAPER.start(view)
 
 
 @events.spawning_complete.add_listener

@@ -134,7 +134,7 @@ def model_charts(
     ]
     if sla is not None:
         latency += [
-            level(f"{name} target", colour, getattr(sla, f"{name}_ms"), *x_range)
+            level(f"{name} target", colour, getattr(sla, f"{name}_ms"), x_range)
             for name, colour in PERCENTILE_COLOURS.items()
         ]
     charts = [line_chart(f"{model}: client latency (ms)", latency, x_range, shaded)]
@@ -144,7 +144,7 @@ def model_charts(
     batch = [_over_time("mean batch size", BATCH_COLOUR, intervals, lambda f: f.mean_batch_size)]
     settings = view.settings.get(model) if view is not None else None
     if settings is not None:
-        batch.append(level("batchSize", BATCH_COLOUR, settings.batch_size, *x_range))
+        batch.append(level("batchSize", BATCH_COLOUR, settings.batch_size, x_range, always_in_scale=True))
     queue = [
         _over_time("queue", QUEUE_COLOUR, intervals, lambda f: f.queue_ms),
         _over_time("handler", HANDLER_COLOUR, intervals, lambda f: f.handler_ms),

@@ -55,6 +55,7 @@ def live_rows(state: LoadTestState) -> tuple[list[dict[str, str]], dict[str, Any
         "requests": {v.model: v.measured.requests for v in verdicts},
         "breaches": [] if waiting else gate.breach_summary(verdicts),
         "error": state.config_error,
+        "server": {v.model: None if v.server is None else v.server.as_dict() for v in verdicts},
     }
     status_row = {
         "model": "all models",
@@ -63,8 +64,7 @@ def live_rows(state: LoadTestState) -> tuple[list[dict[str, str]], dict[str, Any
         "measured": "ramping up" if waiting else f"{window.seconds:.1f} s",
         "result": status,
     }
-    server = [] if state.server_view is None else server_rows(state.server_view, window)
-    return [status_row, *rows, *server], summary
+    return [status_row, *rows], summary
 
 
 def add_sla_views(environment: Any, state: LoadTestState) -> None:
@@ -83,6 +83,8 @@ def add_sla_views(environment: Any, state: LoadTestState) -> None:
             return response
         document = response.get_json()
         rows, _ = live_rows(state)
+        if state.server_view is not None:  # the tab has no room for the /sla page's server section
+            rows += server_rows(state.server_view, state.recorder.window())
         document["extended_stats"] = [{"key": TAB_KEY, "data": rows}]
         response.set_data(json.dumps(document))
         return response

@@ -97,7 +97,14 @@ def _handler(name: str, latency_ms: float, server: ServerFigures) -> list[str]:
     if handler is None or latency_ms <= 0 or handler < DOMINANT_SHARE * latency_ms:
         return []
     slowest = max(STAGES, key=lambda stage: server.stage_ms(stage) or 0.0)
-    return [
+    share = (
         f"handler time is {handler / latency_ms:.0%} of {name} ({handler:.0f} of {latency_ms:.0f} ms a batch, "
-        f"{slowest} {server.stage_ms(slowest) or 0.0:.0f} ms): a faster {slowest} or a smaller batchSize"
-    ]
+        f"{slowest} {server.stage_ms(slowest) or 0.0:.0f} ms)"
+    )
+    fill, settings = server.fill_ratio, server.settings
+    if fill is not None and settings is not None and fill < FULL_BATCHES / 2:
+        return [
+            f"{share} with batches of {server.mean_batch_size:.1f} of {settings.batch_size}: the model is slow "
+            f"even on small batches: a faster {slowest} or more compute per worker"
+        ]
+    return [f"{share}: a faster {slowest} or a smaller batchSize"]

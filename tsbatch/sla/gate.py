@@ -28,9 +28,9 @@ FIGURE_TITLES = {
     "p99_ms": "p99 latency (ms)",
     "max_error_rate": "error rate",
     "min_throughput_rps": "throughput (req/s)",
-    "min_mean_batch_size": "server: mean batch size",
-    "max_queue_ms": "server: queue time (ms)",
-    "max_worker_restarts": "server: worker restarts",
+    "min_mean_batch_size": "mean batch size (server)",
+    "max_queue_ms": "queue time (server, ms)",
+    "max_worker_restarts": "worker restarts (server)",
 }
 FIGURE_UNITS = {
     "p50_ms": " ms",
@@ -192,13 +192,15 @@ def check_figure(figure: str, target: float, measured: float | None) -> Check:
 
 
 def evaluate(measured: Measured, sla: Sla, server: ServerFigures | None = None) -> Verdict:
-    """Client figures always; server targets only when the server's figures could be read."""
+    """Client figures always; a server target only when its figure could be read (a metrics
+    endpoint or a management key out of reach leaves it unjudged, named, not failed)."""
     figures = (*LATENCY_FIGURES, "max_error_rate", "min_throughput_rps")
     checks = [check_figure(f, getattr(sla, f), measured.figure(f)) for f in figures]
-    targets = sla.server_targets
-    if server is not None:
-        checks.extend(check_figure(f, target, server.figure(f)) for f, target in targets.items())
-    unjudged = () if server is not None else tuple(targets)
+    readable = {f: None if server is None else server.figure(f) for f in sla.server_targets}
+    checks.extend(
+        check_figure(f, sla.server_targets[f], value) for f, value in readable.items() if value is not None
+    )
+    unjudged = tuple(f for f, value in readable.items() if value is None)
     return Verdict(measured.model, sla.profile, measured, tuple(checks), server, unjudged)
 
 

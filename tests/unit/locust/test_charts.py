@@ -13,7 +13,7 @@ def test_a_chart_is_standalone_svg_with_its_lines_targets_and_window() -> None:
     latency = Series("p99", "#cf222e", [(0.0, 120.0), (2.0, 340.0), (4.0, None), (6.0, 90.0), (8.0, 95.0)])
     svg = line_chart(
         "m: client latency (ms)",
-        [latency, level("p99 target", "#cf222e", 300.0, 0.0, 8.0)],
+        [latency, level("p99 target", "#cf222e", 300.0, (0.0, 8.0))],
         (0.0, 8.0),
         (2.0, 8.0),
     )
@@ -33,3 +33,12 @@ def test_titles_are_escaped_and_a_lone_point_is_a_dot() -> None:
     root = ET.fromstring(svg)
     assert root.find(f"{SVG}circle") is not None
     assert "&lt;model&gt;" in svg
+
+
+def test_a_target_far_above_the_data_is_named_not_drawn() -> None:
+    latency = Series("p99", "#cf222e", [(0.0, 120.0), (2.0, 340.0)])
+    svg = line_chart("m", [latency, level("p99 target", "#cf222e", 60000.0, (0.0, 2.0))], (0.0, 2.0))
+    root = ET.fromstring(svg)
+    assert [line.get("data-label") for line in root.findall(f"{SVG}polyline[@class='series']")] == ["p99"]
+    labels = [text.text for text in root.iter(f"{SVG}text")]
+    assert "targets above" in labels and "400" in labels  # scaled to the data

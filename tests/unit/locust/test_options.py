@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from tsbatch.locust.options import DEFAULT_MIX, add_options, parse_mix, run_config, server_endpoints
+from tsbatch.locust.options import (
+    DEFAULT_MIX,
+    add_options,
+    parse_mix,
+    run_config,
+    server_endpoints,
+    server_view_refusal,
+)
 from tsbatch.paths import DEFAULT_SLA_FILE
 from tsbatch.sla.profiles import SlaError
 
@@ -77,3 +84,15 @@ def test_server_endpoints_default_to_config_properties_and_take_the_management_k
         None,
     )
     assert "no key file" in chosen.token_source
+
+
+def test_the_server_view_refuses_config_addresses_for_another_host(tmp_path: Path) -> None:
+    properties = tmp_path / "config.properties"
+    properties.write_text("inference_address=http://127.0.0.1:8080\n")
+    default = SimpleNamespace(metrics_url="")
+    assert server_view_refusal(default, "http://127.0.0.1:8080/", properties) is None
+    assert server_view_refusal(default, None, properties) is None
+    refusal = server_view_refusal(default, "http://torchserve.internal:8080", properties)
+    assert refusal is not None and "give --metrics-url" in refusal
+    given = SimpleNamespace(metrics_url="http://torchserve.internal:8082")
+    assert server_view_refusal(given, "http://torchserve.internal:8080", properties) is None

@@ -54,6 +54,11 @@ def test_handler_time_names_its_slowest_stage() -> None:
     assert lines == [
         "handler time is 72% of p99 (72 of 100 ms a batch, inference 70 ms): a faster inference or a smaller batchSize"
     ]
+    small = diagnose([("p99_ms", 100.0)], 80.0, figures(mean_batch=1.9, inference=70.0))
+    assert small[0].endswith(
+        "with batches of 1.9 of 8: the model is slow even on small batches: "
+        "a faster inference or more compute per worker"
+    )
 
 
 def test_small_batches_restarts_and_padding_are_each_named() -> None:

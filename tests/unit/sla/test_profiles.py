@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,13 @@ def test_an_unknown_target_is_named(tmp_path: Path) -> None:
 def test_the_repository_profiles_load() -> None:
     for profile in ("cpu", "gpu"):
         assert set(load_profile(profile)) == {"resnet18", "bert_intent"}
+
+
+def test_a_server_figure_that_could_not_be_read_is_unjudged_not_failed(tmp_path: Path) -> None:
+    sla = load_profile(path=write_profile(tmp_path, {**CLIENT, "max_worker_restarts": 0}))["resnet18"]
+    measured = gate.Measured("resnet18", 100, 0, 10.0, 10.0, 20.0, 30.0)
+    no_management = replace(server(3.0), worker_restarts=None)  # no management key: pids unknown
+    verdict = gate.evaluate(measured, sla, no_management)
+    assert verdict.passed and verdict.unjudged == ("max_worker_restarts",)
+    restarted = gate.evaluate(measured, sla, replace(server(3.0), worker_restarts=1))
+    assert [c.figure for c in restarted.breaches] == ["max_worker_restarts"]
