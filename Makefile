@@ -100,9 +100,9 @@ LOCUST := $(VENV)/bin/locust -f loadtest/locustfile.py -u $(LOADTEST_USERS) -r $
 loadtest: $(INSTALLED) ## Headless load test gated on loadtest/sla.yaml (exit 1 on a breach); reports in reports/loadtest/
 	@mkdir -p $(LOADTEST_REPORTS)
 	$(LOCUST) -t $(LOADTEST_TIME) --warmup $(LOADTEST_WARMUP) --headless --only-summary --csv $(LOADTEST_REPORTS)/locust --html $(LOADTEST_REPORTS)/locust.html \
-	  --sla-report $(LOADTEST_REPORTS)/sla.json $(LOADTEST_ARGS)
+	  --sla-report $(LOADTEST_REPORTS)/sla.json --sla-html $(LOADTEST_REPORTS)/sla.html $(LOADTEST_ARGS)
 
-loadtest-ui: $(INSTALLED) ## Locust web UI with a live "SLA gate" tab on http://127.0.0.1:8089
+loadtest-ui: $(INSTALLED) ## Locust web UI with a live "SLA gate" tab (and /sla with the server view) on http://127.0.0.1:8089
 	$(LOCUST) --web-host 127.0.0.1 --web-port 8089 $(LOADTEST_ARGS)
 
 clean: stop ## Remove build outputs (keeps .venv)

@@ -26,6 +26,10 @@ COUNTER_METRICS = {
     "RejectedRequestsTotal": "count",
     "PaddedTokensTotal": "count",
     "RealTokensTotal": "count",
+    # Summed stage times: a window's mean per batch is the rise over the rise of BatchesTotal.
+    "PreprocessMsTotal": "ms",
+    "InferenceMsTotal": "ms",
+    "PostprocessMsTotal": "ms",
 }
 # Observed once per request of the batch, so Prometheus quantiles are per request.
 HISTOGRAM_METRICS = {
@@ -88,6 +92,9 @@ class BatchReport:
             "BatchesTotal": 1.0,
             "BatchedRequestsTotal": float(self.batch_size),
             "RejectedRequestsTotal": float(self.rejected),
+            "PreprocessMsTotal": self.preprocess_ms,
+            "InferenceMsTotal": self.inference_ms,
+            "PostprocessMsTotal": self.postprocess_ms,
         }
         if self.padding is not None:
             values["PaddedTokensTotal"] = float(self.padding.padded_tokens)

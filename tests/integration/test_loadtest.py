@@ -1,4 +1,5 @@
-"""The SLA-gated load test against a real TorchServe: pass, latency breach, error breach, web UI.
+"""The SLA-gated load test against a real TorchServe: pass, latency breach, error breach, web UI,
+and the server view beside the SLA (batches, queue and handler time scraped from TorchServe).
 
 Each run is Locust as a subprocess (as CI runs it), about 10 s of load on the shared
 instance serving every model, so the mixed scenario covers both models' payloads and
@@ -25,8 +26,8 @@ from tsbatch.paths import REPO_ROOT
 LOCUST = Path(sys.executable).parent / "locust"
 LOCUSTFILE = REPO_ROOT / "loadtest" / "locustfile.py"
 CHROMIUM = Path("/usr/bin/chromium")
-REPORTS = REPO_ROOT / "reports" / "loadtest"
 MIX = "resnet18=1,bert_intent=1"
+GENEROUS = {"p50_ms": 60000, "p95_ms": 60000, "max_error_rate": 0.5, "min_throughput_rps": 0.1}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,12 @@ def server(torchserve: TorchServe) -> TorchServe:
 
 
 def locust_command(
-    server: TorchServe, *extra: str, users: int = 4, spawn_rate: int = 4, run_time: str = "10s"
+    server: TorchServe,
+    *extra: str,
+    users: int = 4,
+    spawn_rate: int = 4,
+    run_time: str = "10s",
+    metrics_url: str | None = None,
 ) -> list[str]:
     return [
         str(LOCUST),
@@ -46,6 +52,9 @@ def locust_command(
         "--host", server.url("inference"),
         "--key-file", str(server.key_file),
         "--mix", MIX,
+        "--metrics-url", metrics_url or server.url("metrics"),
+        "--management-url", server.url("management"),
+        "--server-scrape-interval", "1",
         "--only-summary",
         *extra,
     ]  # fmt: skip
@@ -70,8 +79,16 @@ def gate_section(output: str) -> str:
     return output[output.index("SLA gate (profile") :]
 
 
+def write_sla(tmp_path: Path, resnet18: dict[str, float], bert_intent: dict[str, float]) -> Path:
+    sla_file = tmp_path / "sla.yaml"
+    profiles = {"test": {"resnet18": resnet18, "bert_intent": bert_intent}}
+    sla_file.write_text(json.dumps({"default_profile": "test", "profiles": profiles}))  # JSON is YAML
+    return sla_file
+
+
 def test_cpu_profile_passes_with_mixed_traffic(server: TorchServe, tmp_path: Path) -> None:
     report = tmp_path / "sla.json"
+    html = tmp_path / "sla.html"
     # 4 users at 2/s: about 1.5 s of ramp-up, then 3 s of --warmup (a fresh server's first
     # batches of each size are slow), both left out of the window
     result = run_headless(
@@ -82,6 +99,8 @@ def test_cpu_profile_passes_with_mixed_traffic(server: TorchServe, tmp_path: Pat
         "3",
         "--sla-report",
         str(report),
+        "--sla-html",
+        str(html),
         spawn_rate=2,
         run_time="12s",
     )
@@ -95,31 +114,62 @@ def test_cpu_profile_passes_with_mixed_traffic(server: TorchServe, tmp_path: Pat
         assert figures["failures"] == 0, model  # every body matched its schema
     assert "SLA gate: PASS" in result.stdout
     assert 6.0 < verdict["window_s"] < 12 - 3  # run time minus warm-up minus the ramp-up
+    # TorchServe's side over the same window, scraped from /metrics and the management API
+    assert verdict["server_view"]["available"] is True, verdict["server_view"]
+    for entry in verdict["models"]:
+        server_figures = entry["server"]
+        assert server_figures["batches"] > 0 and server_figures["mean_batch_size"] >= 1.0, entry["model"]
+        assert server_figures["settings"]["batch_size"] == 8
+        assert 0 < server_figures["fill_ratio"] <= 1
+        assert server_figures["queue_ms"] > 0 and server_figures["inference_ms"] > 0
+        assert server_figures["worker_restarts"] == 0
+    padding = {entry["model"]: entry["server"]["padding_efficiency"] for entry in verdict["models"]}
+    assert padding["resnet18"] is None and 0 < padding["bert_intent"] <= 1  # text pads, images do not
+    page = html.read_text()
+    assert page.count("<svg") == 6 and "bert_intent: mean batch size" in page  # 3 charts a model
+    assert "Server view (TorchServe over the measured window):" in result.stdout
+
+
+def test_metrics_endpoint_down_still_gates_and_says_the_server_view_is_missing(
+    server: TorchServe, tmp_path: Path
+) -> None:
+    """Client figures gate alone; a server target that cannot be judged is reported, not failed."""
+    targets = {**GENEROUS, "p99_ms": 60000, "min_mean_batch_size": 100}  # unmeetable if it were judged
+    sla_file = write_sla(tmp_path, targets, targets)
+    report, html = tmp_path / "sla.json", tmp_path / "sla.html"
+    down = f"http://127.0.0.1:{free_port()}"
+    result = run_headless(
+        server,
+        *("--sla-file", str(sla_file), "--sla-report", str(report), "--sla-html", str(html)),
+        "--think-time",
+        "0.05",
+        run_time="6s",
+        metrics_url=down,
+    )
+    assert result.returncode == 0, gate_section(result.stdout)
+    verdict = json.loads(report.read_text())
+    reason = f"metrics endpoint {down}/metrics unreachable (ConnectionError)"
+    assert verdict["passed"] is True
+    assert verdict["server_view"]["available"] is False and verdict["server_view"]["reason"] == reason
+    for entry in verdict["models"]:
+        assert entry["server"] is None and entry["unjudged"] == ["min_mean_batch_size"]
+        assert entry["measured"]["requests"] > 0
+    assert f"Server view unavailable: {reason}" in html.read_text()
+    assert "not judged (no server figures): min_mean_batch_size" in gate_section(result.stdout)
 
 
 def test_impossible_latency_target_fails_and_names_figure_and_model(
     server: TorchServe, tmp_path: Path
 ) -> None:
-    generous = {"p50_ms": 60000, "p95_ms": 60000, "max_error_rate": 0.5, "min_throughput_rps": 0.1}
-    sla_file = tmp_path / "sla.yaml"
-    sla_file.write_text(
-        json.dumps(  # JSON is YAML
-            {
-                "default_profile": "impossible",
-                "profiles": {
-                    "impossible": {
-                        "resnet18": {**generous, "p99_ms": 1},
-                        "bert_intent": {**generous, "p99_ms": 60000},
-                    }
-                },
-            }
-        )
-    )
+    sla_file = write_sla(tmp_path, {**GENEROUS, "p99_ms": 1}, {**GENEROUS, "p99_ms": 60000})
     result = run_headless(server, "--sla-file", str(sla_file), "--mode", "open", "--user-rate", "4")
     assert result.returncode == 1
     gate = gate_section(result.stdout)
     assert "breached: resnet18: p99_ms = " in gate and "target <= 1.0 ms" in gate
     assert "breached: bert_intent" not in gate  # the other model met its (generous) targets
+    # the breach comes with its cause, read off the server's figures (each rule names its numbers)
+    why = [line for line in gate.splitlines() if line.startswith("  why: resnet18: ")]
+    assert why and all("ms" in line or "batches average" in line for line in why), gate
 
 
 def test_wrong_token_fails_on_the_error_rate(server: TorchServe) -> None:
@@ -134,7 +184,11 @@ def test_wrong_token_fails_on_the_error_rate(server: TorchServe) -> None:
 @pytest.mark.skipif(
     not CHROMIUM.exists(), reason="needs /usr/bin/chromium (scripts/ensure_chromium.sh installs it)"
 )
-def test_web_ui_shows_the_live_sla_table(server: TorchServe, tmp_path: Path) -> None:
+def test_web_ui_shows_the_live_sla_table_and_the_server_beside_it(server: TorchServe, tmp_path: Path) -> None:
+    """The UI, not the machine's speed, is under test: generous latency targets (the cpu profile's
+    own pass is the headless test's), and a server target judged live beside them."""
+    targets = {**GENEROUS, "p99_ms": 60000, "min_mean_batch_size": 1.0}
+    sla_file = write_sla(tmp_path, targets, targets)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     command = locust_command(
@@ -146,7 +200,9 @@ def test_web_ui_shows_the_live_sla_table(server: TorchServe, tmp_path: Path) -> 
         "127.0.0.1",
         "--web-port",
         str(port),
-        run_time="16s",
+        "--sla-file",
+        str(sla_file),
+        run_time="18s",
     )
     with subprocess.Popen(
         command,
@@ -161,11 +217,22 @@ def test_web_ui_shows_the_live_sla_table(server: TorchServe, tmp_path: Path) -> 
             figures = {(row["model"], row["figure"]) for row in data["rows"]}
             assert ("resnet18", "p99 latency (ms)") in figures
             assert ("bert_intent", "throughput (req/s)") in figures
-            # Locust's own stats poll carries the same rows for the "SLA gate" tab
+            assert ("resnet18", "mean batch size (server)") in figures  # the server target, judged live
+            # Locust's own stats poll carries the same rows for the "SLA gate" tab, server rows included
             stats = requests.get(f"{base}/stats/requests", timeout=5).json()
             assert stats["extended_stats"][0]["key"] == "sla"
-            screenshot = screenshot_page(f"{base}/?tab=sla", tmp_path)
-            assert screenshot.stat().st_size > 20_000
+            tab_figures = {row["figure"] for row in stats["extended_stats"][0]["data"]}
+            assert "server: mean batch size" in tab_figures
+            data = wait_for_server_figures(f"{base}/sla/data", timeout=20)
+            for model, figures in data["server"].items():
+                assert figures["mean_batch_size"] > 1, (model, figures)  # batches really form
+                assert figures["settings"]["batch_size"] == 8
+            section = requests.get(f"{base}/sla/server", timeout=10).text
+            assert section.count("<svg") == 6 and section.count('class="series"') >= 10
+            tab = screenshot_page(f"{base}/?tab=sla", tmp_path / "sla_tab.png")
+            page = screenshot_page(f"{base}/sla", tmp_path / "sla_page.png", height=2200)
+            assert tab.stat().st_size > 20_000 and page.stat().st_size > 60_000
+            print(f"screenshots: {tab} {page}")
         finally:
             output, _ = locust.communicate(timeout=60)
             print(output[-4000:])
@@ -188,18 +255,27 @@ def wait_for_measurements(url: str, timeout: float) -> dict:
     raise AssertionError(f"no measurements at {url} after {timeout} s: {data}")
 
 
-def screenshot_page(url: str, tmp_path: Path) -> Path:
-    """Headless Chromium renders the web UI's SLA tab into reports/loadtest/ (not committed)."""
-    REPORTS.mkdir(parents=True, exist_ok=True)
-    target = REPORTS / "sla_tab.png"
-    target.unlink(missing_ok=True)
-    profile = tmp_path / "chromium-profile"
+def wait_for_server_figures(url: str, timeout: float) -> dict:
+    """Poll /sla/data until every model has server figures over the measured window."""
+    deadline = time.monotonic() + timeout
+    data: dict = {}
+    while time.monotonic() < deadline:
+        data = requests.get(url, timeout=5).json()
+        if data["server"] and all(data["server"].values()):
+            return data
+        time.sleep(0.5)
+    raise AssertionError(f"no server figures at {url} after {timeout} s: {data}")
+
+
+def screenshot_page(url: str, target: Path, height: int = 1000) -> Path:
+    """Headless Chromium renders a page of the web UI into ``target`` (the test's tmp dir)."""
+    profile = target.parent / f"chromium-profile-{target.stem}"
     profile.mkdir()
     command = [
         str(CHROMIUM),
         "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", f"--screenshot={target}", "--window-size=1400,1000",
+        f"--user-data-dir={profile}", f"--screenshot={target}", f"--window-size=1400,{height}",
         "--virtual-time-budget=4000", url,
     ]  # fmt: skip
     subprocess.run(command, capture_output=True, timeout=60, check=True)

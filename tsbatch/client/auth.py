@@ -24,15 +24,15 @@ class TokenError(ValueError):
     """The key file exists but is not TorchServe's key_file.json."""
 
 
-def read_key_file(path: Path) -> tuple[str, float | None]:
-    """The inference key and, when TorchServe wrote one, its expiry (epoch seconds)."""
+def read_key_file(path: Path, kind: str = "inference") -> tuple[str, float | None]:
+    """The ``inference`` (or ``management``) key and, when TorchServe wrote one, its expiry (epoch s)."""
     try:
         keys = json.loads(path.read_text())
-        entry = keys["inference"]
+        entry = keys[kind]
         key = entry["key"]
     except (ValueError, KeyError, TypeError) as exc:
         raise TokenError(
-            f"{path} is not a TorchServe key file (expected {{'inference': {{'key': ...}}}})"
+            f"{path} is not a TorchServe key file (expected {{{kind!r}: {{'key': ...}}}})"
         ) from exc
     expiry = entry.get("expiration time")
     return str(key), _epoch(expiry)
@@ -63,6 +63,16 @@ def inference_token(
             note = " (its expiration time has passed: restart the server or set a fresh key)"
         return key, f"{key_file}{note}"
     return None, f"none (no ${TOKEN_ENV} and no {key_file})"
+
+
+def management_token(key_file: Path | str | None = DEFAULT_KEY_FILE) -> tuple[str | None, str]:
+    """``(management key or None, why)``: read-only management calls (describe a model) need it too."""
+    if not key_file or not Path(key_file).exists():
+        return None, f"no key file at {key_file}"
+    try:
+        return read_key_file(Path(key_file), "management")[0], str(key_file)
+    except TokenError as exc:
+        return None, str(exc)
 
 
 def auth_headers(token: str | None) -> dict[str, str]:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 _SAMPLE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
 _LABEL = re.compile(r'(?P<key>[A-Za-z_][A-Za-z0-9_]*)="(?P<value>(?:[^"\\]|\\.)*)"')
 _ESCAPE = re.compile(r"\\(.)")
-MODEL_LABEL = "ModelName"
+# The handlers' metrics name the model ``ModelName``; TorchServe's own ``ts_*`` ones ``model_name``.
+MODEL_LABELS = ("ModelName", "model_name")
 
 
 @dataclass(frozen=True)
@@ -46,13 +47,29 @@ def parse_samples(metrics_text: str) -> Iterator[MetricSample]:
         yield MetricSample(match.group("name"), labels, float(match.group("value")))
 
 
-def model_counters(metrics_text: str, model: str, names: Sequence[str]) -> dict[str, float]:
-    """Each named counter summed over every series labelled ``ModelName=<model>`` (0 when absent)."""
-    totals = dict.fromkeys(names, 0.0)
+def sample_model(sample: MetricSample) -> str | None:
+    """The model a sample belongs to, whichever of TorchServe's two model labels it carries."""
+    return next((sample.labels[key] for key in MODEL_LABELS if key in sample.labels), None)
+
+
+def counters_by_model(
+    metrics_text: str, models: Sequence[str], names: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    """Each named counter of each model, summed over the model's series, in one pass. A counter
+    the text does not carry is left out (a handler that never emits it is not one that says 0)."""
+    wanted = set(names)
+    totals: dict[str, dict[str, float]] = {model: {} for model in models}
     for sample in parse_samples(metrics_text):
-        if sample.name in totals and sample.labels.get(MODEL_LABEL) == model:
-            totals[sample.name] += sample.value
+        per_model = totals.get(sample_model(sample) or "")
+        if per_model is not None and sample.name in wanted:
+            per_model[sample.name] = per_model.get(sample.name, 0.0) + sample.value
     return totals
+
+
+def model_counters(metrics_text: str, model: str, names: Sequence[str]) -> dict[str, float]:
+    """Each named counter summed over every series of ``model`` (0 when absent)."""
+    present = counters_by_model(metrics_text, [model], names)[model]
+    return {name: present.get(name, 0.0) for name in names}
 
 
 def mean_formed_batch(before_text: str, after_text: str, model: str) -> float | None:

@@ -10,12 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tsbatch.client.auth import DEFAULT_KEY_FILE
+from tsbatch.client.auth import DEFAULT_KEY_FILE, management_token
+from tsbatch.config.properties import read_properties
+from tsbatch.locust.server_view import ServerEndpoints
 from tsbatch.locust.shapes import SHAPES, ShapeParams
-from tsbatch.paths import DEFAULT_SLA_FILE
+from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE
 from tsbatch.sla.profiles import Sla, SlaError, load_profile
 
 DEFAULT_MIX = "resnet18=1,bert_intent=1"
+# TorchServe's own defaults, for a checkout whose config.properties lacks the addresses.
+DEFAULT_ADDRESSES = {
+    "metrics_address": "http://127.0.0.1:8082",
+    "management_address": "http://127.0.0.1:8081",
+}
 
 
 def add_options(parser: Any) -> None:
@@ -81,6 +88,18 @@ def add_options(parser: Any) -> None:
     parser.add_argument(
         "--payload-seed", type=int, default=0, include_in_web_ui=False, help="payload pool seed"
     )
+    parser.add_argument(
+        "--metrics-url", default="", help="TorchServe metrics address (empty: config.properties)"
+    )
+    parser.add_argument(
+        "--management-url", default="", help="TorchServe management address (empty: config.properties)"
+    )
+    parser.add_argument(
+        "--server-scrape-interval", type=float, default=2.0, help="seconds between server scrapes"
+    )
+    parser.add_argument(
+        "--sla-html", default="", include_in_web_ui=False, help="write the HTML report to this file"
+    )
 
 
 def parse_mix(text: str) -> dict[str, float]:
@@ -134,4 +153,38 @@ def shape_params(options: Any) -> ShapeParams:
         spike_users=options.spike_users,
         spike_at=options.spike_at,
         spike_time=options.spike_time,
+    )
+
+
+def _configured(properties: Path) -> dict[str, str]:
+    try:
+        return read_properties(properties)
+    except OSError:
+        return {}
+
+
+def server_endpoints(options: Any, properties: Path = DEFAULT_PROPERTIES) -> ServerEndpoints:
+    """Where the server view reads: the options, else config.properties, else TorchServe's defaults."""
+    configured = _configured(properties)
+    addresses = {key: configured.get(key, default) for key, default in DEFAULT_ADDRESSES.items()}
+    token, source = management_token(options.key_file)
+    return ServerEndpoints(
+        metrics_url=options.metrics_url or addresses["metrics_address"],
+        management_url=options.management_url or addresses["management_address"],
+        management_token=token,
+        token_source=source,
+    )
+
+
+def server_view_refusal(options: Any, host: str | None, properties: Path = DEFAULT_PROPERTIES) -> str | None:
+    """Why not to scrape config.properties' addresses: the test targets another server (``--host``),
+    whose figures they would not be. ``None`` when the addresses are given or match the host."""
+    if options.metrics_url or not host:
+        return None
+    inference = _configured(properties).get("inference_address", "http://127.0.0.1:8080")
+    if host.rstrip("/") == inference.rstrip("/"):
+        return None
+    return (
+        f"--host {host} is not the inference_address of config.properties ({inference}): "
+        "give --metrics-url (and --management-url) of that server"
     )

@@ -13,15 +13,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gevent
 import requests
+from gevent.event import Event
 from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
 from tsbatch.client.auth import inference_token
-from tsbatch.locust.options import add_options, run_config
+from tsbatch.locust.options import add_options, run_config, server_endpoints, server_view_refusal
+from tsbatch.locust.report_html import write_report
+from tsbatch.locust.server_panels import console_lines
+from tsbatch.locust.server_view import ServerView
 from tsbatch.locust.state import LoadTestState
 from tsbatch.locust.webui import add_sla_views
-from tsbatch.sla import gate
+from tsbatch.sla import gate, levels
 from tsbatch.sla.profiles import SlaError
 
 logger = logging.getLogger("loadtest")
@@ -31,6 +36,38 @@ CONFIG_ERROR_EXIT_CODE = 2
 events.init_command_line_parser.add_listener(add_options)
 
 STATE = LoadTestState()
+
+
+class ServerScraper:
+    """The greenlet that scrapes the server view every interval while a test runs, and once
+    as the measured window opens, so the server's window starts on a scrape as the gate's does."""
+
+    def __init__(self) -> None:
+        self.greenlet: gevent.Greenlet | None = None
+        self.wake = Event()
+
+    def start(self, view: ServerView) -> None:
+        self.stop()
+        self.greenlet = gevent.spawn(self.run, view)
+
+    def stop(self) -> None:
+        if self.greenlet is not None:
+            self.greenlet.kill(block=False)
+            self.greenlet = None
+
+    def run(self, view: ServerView) -> None:
+        while True:
+            if not view.scrape() and view.attempts == 1:
+                logger.warning("server view: %s (the client figures still gate)", view.error)
+            now, wait = time.time(), view.interval_s
+            opens = STATE.recorder.window_opens()
+            if opens is not None and now < opens < now + wait:
+                wait = opens - now
+            self.wake.wait(timeout=wait)
+            self.wake.clear()
+
+
+SCRAPER = ServerScraper()
 
 
 def _is_master(environment: Any) -> bool:
@@ -104,15 +141,29 @@ def on_test_start(environment: Any, **_: Any) -> None:
     if not _is_master(environment):
         STATE.token, source = inference_token(options.key_file)
         logger.info("inference token: %s", source)
+    if not _is_worker(environment):
+        view = ServerView(server_endpoints(options), STATE.config.models, options.server_scrape_interval)
+        STATE.server_view = view
+        refusal = server_view_refusal(options, target_host(environment))
+        if refusal:
+            view.error = refusal
+            logger.warning("server view off: %s", refusal)
+        else:
+            SCRAPER.start(view)
 
 
 @events.spawning_complete.add_listener
 def on_spawning_complete(user_count: int, **_: Any) -> None:
     STATE.recorder.ramp_up_done()
+    if STATE.recorder.warmup_s <= 0:
+        SCRAPER.wake.set()  # the window opens now: take its first scrape
 
 
 @events.test_stop.add_listener
 def on_test_stop(environment: Any, **_: Any) -> None:
+    if SCRAPER.greenlet is not None and STATE.server_view is not None:
+        SCRAPER.stop()
+        STATE.server_view.scrape()  # the window's last scrape, before its end is set
     STATE.recorder.stopped()
 
 
@@ -161,10 +212,14 @@ def on_quitting(environment: Any, **_: Any) -> None:
     verdicts, window = STATE.live_verdicts()
     STATE.final = verdicts
     environment.process_exit_code = gate.gate_exit_code(verdicts)
-    report = environment.parsed_options.sla_report
-    if report:
-        Path(report).parent.mkdir(parents=True, exist_ok=True)
-        Path(report).write_text(gate.report_json(verdicts, window) + "\n")
+    options = environment.parsed_options
+    if options.sla_report:
+        Path(options.sla_report).parent.mkdir(parents=True, exist_ok=True)
+        Path(options.sla_report).write_text(
+            gate.report_json(verdicts, window, STATE.server_summary(window)) + "\n"
+        )
+    if options.sla_html:
+        write_report(Path(options.sla_html), STATE, verdicts, window)
 
 
 @events.quit.add_listener
@@ -177,8 +232,9 @@ def on_quit(exit_code: int, **_: Any) -> None:
             print("SLA gate: not evaluated (no test ran)")
         return
     window = STATE.recorder.window()
-    levels = gate.level_stats(STATE.recorder.samples, STATE.recorder.load_levels())
-    if len(levels) > 1:
-        print(gate.format_levels(levels))
+    stats = levels.level_stats(STATE.recorder.samples, STATE.recorder.load_levels())
+    if len(stats) > 1:
+        print(levels.format_levels(stats))
+    print("\n".join(console_lines(STATE.server_view, window)))
     print(gate.format_table(STATE.final, window))
     sys.stdout.flush()

@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from tsbatch.sla.gate import LoadLevel, Sample, Window
+from tsbatch.sla.gate import Sample, Window
+from tsbatch.sla.levels import LoadLevel
 
 
 class SampleRecorder:
@@ -69,10 +70,14 @@ class SampleRecorder:
     def add_level(self, users: int, spawn_rate: float, when: float | None = None) -> None:
         self.levels.append((self.clock() if when is None else when, users, spawn_rate))
 
+    def window_opens(self) -> float | None:
+        """When the measured window opens (it may lie ahead, inside the warm-up); ``None`` while ramping up."""
+        return None if self.ramp_up_end is None else self.ramp_up_end + self.warmup_s
+
     def window(self, now: float | None = None) -> Window:
         """``[ramp-up end + warmup, stop or now)``; start is ``None`` while still ramping up."""
         end = self.stop_time if self.stop_time is not None else (self.clock() if now is None else now)
-        start = None if self.ramp_up_end is None else self.ramp_up_end + self.warmup_s
+        start = self.window_opens()
         if start is not None and start > end:
             start = end  # stopped inside the warm-up: an empty window, not a negative one
         return Window(start, end)

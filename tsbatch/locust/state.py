@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from tsbatch.locust.options import RunConfig
 from tsbatch.locust.recorder import SampleRecorder
+from tsbatch.locust.server_view import ServerView
 from tsbatch.sla import gate
 from tsbatch.workloads.payloads import Payload, image_pool, text_pool
 from tsbatch.workloads.utterances import read_utterances
@@ -22,7 +23,7 @@ logger = logging.getLogger("loadtest")
 
 @dataclass
 class LoadTestState:
-    """Samples, configuration, token and payload pools of this process's test."""
+    """Samples, configuration, token, payload pools and the server view of this process's test."""
 
     recorder: SampleRecorder = field(default_factory=SampleRecorder)
     config: RunConfig | None = None
@@ -31,6 +32,7 @@ class LoadTestState:
     payloads: dict[str, list[Payload]] = field(default_factory=dict)
     test_started: bool = False
     final: list[gate.Verdict] | None = None
+    server_view: ServerView | None = None
 
     def payloads_for(self, model: str, seed: int) -> list[Payload]:
         """Built once per process; unknown models get the image pool (most vision models take images)."""
@@ -49,8 +51,19 @@ class LoadTestState:
         return self.payloads[model]
 
     def live_verdicts(self) -> tuple[list[gate.Verdict], gate.Window]:
-        """Verdicts over the window so far (none while the configuration is unusable)."""
+        """Verdicts over the window so far (none while the configuration is unusable), with the
+        server's figures over the same window when they could be scraped."""
         window = self.recorder.window()
         if self.config is None:
             return [], window
-        return gate.evaluate_all(self.recorder.samples, self.config.slas, self.config.models, window), window
+        server = None if self.server_view is None else self.server_view.figures(window)
+        verdicts = gate.evaluate_all(
+            self.recorder.samples, self.config.slas, self.config.models, window, server
+        )
+        return verdicts, window
+
+    def server_summary(self, window: gate.Window) -> dict[str, object]:
+        """What ``sla.json`` says about the server view, including why it is missing."""
+        if self.server_view is None:
+            return {"available": False, "reason": "the server view did not run"}
+        return self.server_view.summary(window)

@@ -6,7 +6,10 @@ Two views of the same rows (:func:`tsbatch.sla.gate.table_rows`):
   declared in ``template_args["extendedTabs"]``/``["extendedTables"]`` from the
   ``extended_stats`` list of its ``/stats/requests`` poll, which we append to;
 - a standalone page at ``/sla`` (auto-refreshing from ``/sla/data``) with the overall
-  verdict, for a second screen or a link in a runbook.
+  verdict, for a second screen or a link in a runbook, and below it the server section
+  (``/sla/server``: TorchServe's batching, queue and handler time, the charts as inline SVG).
+
+The tab carries the server figures as rows too (its table cannot hold charts).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 
 from flask import Response, request
 
+from tsbatch.locust.report_html import server_section
+from tsbatch.locust.server_panels import server_rows
 from tsbatch.locust.state import LoadTestState
 from tsbatch.sla import gate
 
@@ -50,6 +55,7 @@ def live_rows(state: LoadTestState) -> tuple[list[dict[str, str]], dict[str, Any
         "requests": {v.model: v.measured.requests for v in verdicts},
         "breaches": [] if waiting else gate.breach_summary(verdicts),
         "error": state.config_error,
+        "server": {v.model: None if v.server is None else v.server.as_dict() for v in verdicts},
     }
     status_row = {
         "model": "all models",
@@ -77,6 +83,8 @@ def add_sla_views(environment: Any, state: LoadTestState) -> None:
             return response
         document = response.get_json()
         rows, _ = live_rows(state)
+        if state.server_view is not None:  # the tab has no room for the /sla page's server section
+            rows += server_rows(state.server_view, state.recorder.window())
         document["extended_stats"] = [{"key": TAB_KEY, "data": rows}]
         response.set_data(json.dumps(document))
         return response
@@ -86,6 +94,12 @@ def add_sla_views(environment: Any, state: LoadTestState) -> None:
     def sla_data() -> Response:
         rows, summary = live_rows(state)
         return Response(json.dumps({"rows": rows, **summary}), mimetype="application/json")
+
+    @app.route("/sla/server")
+    @web_ui.auth_required_if_enabled
+    def sla_server() -> Response:
+        verdicts, window = state.live_verdicts()
+        return Response(server_section(state, verdicts, window), mimetype="text/html")
 
     @app.route("/sla")
     @web_ui.auth_required_if_enabled
@@ -103,7 +117,10 @@ SLA_PAGE = """<!doctype html>
  th, td { text-align: left; padding: .35rem .8rem; border-bottom: 1px solid #d8dce6; }
  th { background: #eef1f6; }
  .PASS { color: #1a7f37; font-weight: 600; } .FAIL { color: #c62828; font-weight: 600; }
- .WAIT { color: #8a6d00; } ul { color: #c62828; }
+ .WAIT { color: #8a6d00; } #breaches { color: #c62828; }
+ h2 { font-size: 1.15rem; margin: 1.4rem 0 .4rem; } .why { color: #8a3b00; }
+ .unavailable { color: #8a6d00; font-weight: 600; }
+ .charts { display: flex; flex-wrap: wrap; gap: .8rem; } .charts svg { border: 1px solid #d8dce6; }
 </style></head>
 <body>
 <h1>SLA gate</h1>
@@ -113,6 +130,7 @@ after the ramp-up (plus --warmup). <a href="./">Back to Locust</a></div>
 <table><thead><tr><th>Model</th><th>Figure</th><th>Target</th><th>Measured</th><th>Result</th></tr></thead>
 <tbody id="rows"></tbody></table>
 <ul id="breaches"></ul>
+<div id="server"></div>
 <script>
 async function refresh() {
   try {
@@ -135,6 +153,8 @@ async function refresh() {
     document.getElementById("breaches").replaceChildren(...data.breaches.map(text => {
       const li = document.createElement("li"); li.textContent = text; return li;
     }));
+    // rendered and escaped by this server (tsbatch/locust/report_html.py): tables and inline SVG
+    document.getElementById("server").innerHTML = await (await fetch("sla/server", {cache: "no-store"})).text();
   } catch (error) {
     document.getElementById("status").textContent = `no data: ${error}`;
   }

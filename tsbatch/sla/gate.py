@@ -12,11 +12,14 @@ start (and before its end) count. Throughput is successful requests per second o
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
+from tsbatch.sla.diagnosis import diagnose
 from tsbatch.sla.percentile import percentile
 from tsbatch.sla.profiles import Sla
+from tsbatch.sla.server import ServerFigures
 
 LATENCY_FIGURES = ("p50_ms", "p95_ms", "p99_ms")
 FIGURE_TITLES = {
@@ -25,6 +28,9 @@ FIGURE_TITLES = {
     "p99_ms": "p99 latency (ms)",
     "max_error_rate": "error rate",
     "min_throughput_rps": "throughput (req/s)",
+    "min_mean_batch_size": "mean batch size (server)",
+    "max_queue_ms": "queue time (server, ms)",
+    "max_worker_restarts": "worker restarts (server)",
 }
 FIGURE_UNITS = {
     "p50_ms": " ms",
@@ -32,6 +38,9 @@ FIGURE_UNITS = {
     "p99_ms": " ms",
     "max_error_rate": "",
     "min_throughput_rps": " req/s",
+    "min_mean_batch_size": "",
+    "max_queue_ms": " ms",
+    "max_worker_restarts": "",
 }
 
 
@@ -129,7 +138,7 @@ def measure(samples: Iterable[Sample], model: str, window: Window) -> Measured:
 
 @dataclass(frozen=True)
 class Check:
-    """One figure against its target: latencies and error rate are ceilings, throughput a floor."""
+    """One figure against its target: ``min_*`` figures are floors, every other a ceiling."""
 
     figure: str
     target: float
@@ -138,7 +147,7 @@ class Check:
 
     @property
     def comparator(self) -> str:
-        return ">=" if self.figure == "min_throughput_rps" else "<="
+        return ">=" if self.figure.startswith("min_") else "<="
 
     def describe(self) -> str:
         unit = FIGURE_UNITS[self.figure]
@@ -148,10 +157,15 @@ class Check:
 
 @dataclass(frozen=True)
 class Verdict:
+    """A model's checks, with the server's figures over the same window when they could be read;
+    ``unjudged`` names the server targets left out because they could not."""
+
     model: str
     profile: str
     measured: Measured
     checks: tuple[Check, ...] = field(default_factory=tuple)
+    server: ServerFigures | None = None
+    unjudged: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -161,25 +175,45 @@ class Verdict:
     def breaches(self) -> list[Check]:
         return [check for check in self.checks if not check.passed]
 
+    @property
+    def diagnosis(self) -> list[str]:
+        """Why the latency targets broke, from the server figures (empty when none broke)."""
+        latency = [
+            (c.figure, c.measured) for c in self.breaches if c.figure in LATENCY_FIGURES and c.measured
+        ]
+        return diagnose(latency, self.measured.p50_ms, self.server) if latency else []
+
 
 def check_figure(figure: str, target: float, measured: float | None) -> Check:
     if measured is None:
         return Check(figure, target, None, False)
-    passed = measured >= target if figure == "min_throughput_rps" else measured <= target
+    passed = measured >= target if figure.startswith("min_") else measured <= target
     return Check(figure, target, measured, passed)
 
 
-def evaluate(measured: Measured, sla: Sla) -> Verdict:
+def evaluate(measured: Measured, sla: Sla, server: ServerFigures | None = None) -> Verdict:
+    """Client figures always; a server target only when its figure could be read (a metrics
+    endpoint or a management key out of reach leaves it unjudged, named, not failed)."""
     figures = (*LATENCY_FIGURES, "max_error_rate", "min_throughput_rps")
-    checks = tuple(check_figure(f, getattr(sla, f), measured.figure(f)) for f in figures)
-    return Verdict(measured.model, sla.profile, measured, checks)
+    checks = [check_figure(f, getattr(sla, f), measured.figure(f)) for f in figures]
+    readable = {f: None if server is None else server.figure(f) for f in sla.server_targets}
+    checks.extend(
+        check_figure(f, sla.server_targets[f], value) for f, value in readable.items() if value is not None
+    )
+    unjudged = tuple(f for f, value in readable.items() if value is None)
+    return Verdict(measured.model, sla.profile, measured, tuple(checks), server, unjudged)
 
 
 def evaluate_all(
-    samples: Sequence[Sample], slas: dict[str, Sla], models: Iterable[str], window: Window
+    samples: Sequence[Sample],
+    slas: dict[str, Sla],
+    models: Iterable[str],
+    window: Window,
+    server: Mapping[str, ServerFigures | None] | None = None,
 ) -> list[Verdict]:
     """A verdict for every model under test (each must have an SLA in the profile)."""
-    return [evaluate(measure(samples, model, window), slas[model]) for model in models]
+    figures = server or {}
+    return [evaluate(measure(samples, model, window), slas[model], figures.get(model)) for model in models]
 
 
 def gate_exit_code(verdicts: Sequence[Verdict]) -> int:
@@ -224,6 +258,15 @@ def breach_summary(verdicts: Sequence[Verdict]) -> list[str]:
     return lines
 
 
+def diagnosis_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """``model: cause`` for every latency breach, and the server targets that could not be judged."""
+    lines = [f"{v.model}: {cause}" for v in verdicts for cause in v.diagnosis]
+    lines.extend(
+        f"{v.model}: not judged (no server figures): {', '.join(v.unjudged)}" for v in verdicts if v.unjudged
+    )
+    return lines
+
+
 def format_table(verdicts: Sequence[Verdict], window: Window) -> str:
     """The console table printed at the end of a headless run, with the overall verdict last."""
     profile = verdicts[0].profile if verdicts else "?"
@@ -248,14 +291,18 @@ def format_table(verdicts: Sequence[Verdict], window: Window) -> str:
         out.extend(f"  breached: {text}" for text in breaches)
     else:
         out.append("SLA gate: PASS (every model met every target)")
+    out.extend(f"  why: {text}" for text in diagnosis_lines(verdicts))
     return "\n".join(out)
 
 
-def report_json(verdicts: Sequence[Verdict], window: Window) -> str:
-    """Machine-readable verdict for CI artifacts (``--sla-report``)."""
+def report_json(
+    verdicts: Sequence[Verdict], window: Window, server_view: Mapping[str, Any] | None = None
+) -> str:
+    """Machine-readable verdict for CI artifacts (``--sla-report``), with the server's side."""
     document = {
         "passed": gate_exit_code(verdicts) == 0,
         "window_s": window.seconds,
+        "server_view": server_view,
         "models": [
             {
                 "model": v.model,
@@ -267,78 +314,11 @@ def report_json(verdicts: Sequence[Verdict], window: Window) -> str:
                     "throughput_rps": v.measured.throughput_rps,
                 },
                 "checks": [{**asdict(c), "comparator": c.comparator} for c in v.checks],
+                "server": None if v.server is None else v.server.as_dict(),
+                "unjudged": list(v.unjudged),
+                "diagnosis": v.diagnosis,
             }
             for v in verdicts
         ],
     }
     return json.dumps(document, indent=2)
-
-
-# ---------------------------------------------------------------- load levels (step / spike shapes)
-@dataclass(frozen=True)
-class LoadLevel:
-    """A stretch of the run at one user count: ``[start, end)`` in epoch seconds."""
-
-    users: int
-    start: float
-    end: float
-
-
-@dataclass(frozen=True)
-class LevelStats:
-    users: int
-    seconds: float
-    requests: int
-    failures: int
-    throughput_rps: float
-    p50_ms: float | None
-    p95_ms: float | None
-    p99_ms: float | None
-
-
-def level_stats(samples: Sequence[Sample], levels: Sequence[LoadLevel]) -> list[LevelStats]:
-    """All models together, per load level: how throughput and latency move as users grow."""
-    stats = []
-    for level in levels:
-        window = Window(level.start, level.end)
-        chosen = [s for s in samples if window.contains(s.start)]
-        latencies = sorted(s.response_time_ms for s in chosen if s.response_time_ms is not None)
-        failures = sum(not s.ok for s in chosen)
-        seconds = window.seconds
-        throughput = (len(chosen) - failures) / seconds if seconds > 0 else 0.0
-        stats.append(
-            LevelStats(
-                level.users, seconds, len(chosen), failures, throughput, *latency_percentiles(latencies)
-            )
-        )
-    return stats
-
-
-def find_knee(stats: Sequence[LevelStats], min_gain: float = 0.10) -> int | None:
-    """Index of the last level before adding users stopped paying: throughput rose by less
-    than ``min_gain`` (relative) over the previous level. ``None`` if it kept scaling."""
-    for index in range(1, len(stats)):
-        previous, current = stats[index - 1], stats[index]
-        if current.users <= previous.users or previous.throughput_rps <= 0:
-            continue
-        if current.throughput_rps < previous.throughput_rps * (1 + min_gain):
-            return index - 1
-    return None
-
-
-def format_levels(stats: Sequence[LevelStats]) -> str:
-    def ms(value: float | None) -> str:
-        return "-" if value is None else f"{value:.1f}"
-
-    knee = find_knee(stats)
-    lines = [
-        "Load levels (all models; each level's ramp excluded):",
-        "users  seconds  req/s   p50 ms  p95 ms  p99 ms  failed",
-    ]
-    for index, level in enumerate(stats):
-        mark = "  <- knee: more users stopped adding throughput" if index == knee else ""
-        lines.append(
-            f"{level.users:>5}  {level.seconds:>7.1f}  {level.throughput_rps:>6.1f}  {ms(level.p50_ms):>6}  "
-            f"{ms(level.p95_ms):>6}  {ms(level.p99_ms):>6}  {level.failures:>6}{mark}"
-        )
-    return "\n".join(lines)

@@ -9,8 +9,10 @@ from pathlib import Path
 import yaml
 
 from tsbatch.paths import DEFAULT_SLA_FILE
+from tsbatch.sla.server import SERVER_TARGETS
 
 FIELDS = ("p50_ms", "p95_ms", "p99_ms", "max_error_rate", "min_throughput_rps")
+OPTIONAL_FIELDS = tuple(SERVER_TARGETS)  # on TorchServe's own figures; absent = not judged
 
 
 class SlaError(ValueError):
@@ -19,7 +21,8 @@ class SlaError(ValueError):
 
 @dataclass(frozen=True)
 class Sla:
-    """What one model must meet: latency ceilings, an error-rate ceiling, a throughput floor."""
+    """What one model must meet: latency ceilings, an error-rate ceiling, a throughput floor,
+    and optionally targets on the server's figures (mean batch size, queue time, restarts)."""
 
     model: str
     profile: str
@@ -28,6 +31,15 @@ class Sla:
     p99_ms: float
     max_error_rate: float
     min_throughput_rps: float
+    min_mean_batch_size: float | None = None
+    max_queue_ms: float | None = None
+    max_worker_restarts: float | None = None
+
+    @property
+    def server_targets(self) -> dict[str, float]:
+        """The optional server targets this profile sets."""
+        targets = {name: getattr(self, name) for name in OPTIONAL_FIELDS}
+        return {name: value for name, value in targets.items() if value is not None}
 
 
 def load_profile(profile: str | None = None, path: Path = DEFAULT_SLA_FILE) -> dict[str, Sla]:
@@ -40,10 +52,11 @@ def load_profile(profile: str | None = None, path: Path = DEFAULT_SLA_FILE) -> d
     slas: dict[str, Sla] = {}
     for model, targets in profiles[name].items():
         missing = [f for f in FIELDS if f not in targets]
-        unknown = sorted(set(targets) - set(FIELDS))
+        unknown = sorted(set(targets) - set(FIELDS) - set(OPTIONAL_FIELDS))
         if missing or unknown:
             raise SlaError(f"{path}: {name}.{model}: missing {missing}, unknown {unknown}")
-        slas[model] = Sla(model=model, profile=name, **{f: float(targets[f]) for f in FIELDS})
+        values = {f: float(targets[f]) for f in (*FIELDS, *OPTIONAL_FIELDS) if f in targets}
+        slas[model] = Sla(model=model, profile=name, **values)
     return slas
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.client.auth import TOKEN_ENV, TokenError, auth_headers, inference_token
+from tsbatch.client.auth import TOKEN_ENV, TokenError, auth_headers, inference_token, management_token
 
 
 def test_token_from_env_wins_over_key_file(tmp_path: Path) -> None:
@@ -32,3 +32,13 @@ def test_expired_key_is_reported_and_bad_files_refused(tmp_path: Path) -> None:
     key_file.write_text(json.dumps({"management": {"key": "m"}}))
     with pytest.raises(TokenError):
         inference_token(key_file, env={})
+
+
+def test_management_key_for_read_only_management_calls(tmp_path: Path) -> None:
+    key_file = tmp_path / "key_file.json"
+    key_file.write_text(json.dumps({"management": {"key": "m-key"}, "inference": {"key": "i-key"}}))
+    assert management_token(key_file) == ("m-key", str(key_file))
+    assert management_token(tmp_path / "absent.json")[0] is None
+    key_file.write_text(json.dumps({"inference": {"key": "i-key"}}))
+    token, why = management_token(key_file)
+    assert token is None and "expected {'management'" in why

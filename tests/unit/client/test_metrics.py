@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tsbatch.client.metrics import MetricSample, mean_formed_batch, model_counters, parse_samples
+from tsbatch.client.metrics import (
+    MetricSample,
+    counters_by_model,
+    mean_formed_batch,
+    model_counters,
+    parse_samples,
+)
 
 METRICS_BEFORE = """\
 # HELP BatchesTotal Torchserve prometheus counter metric with unit: count
@@ -57,3 +63,23 @@ def test_samples_keep_labels_unescaped_and_skip_comments() -> None:
     assert samples[1].labels == {"path": "C:\\x", "note": 'say "hi"\n'}
     assert samples[1].value != samples[1].value  # NaN
     assert len(samples) == 2
+
+
+def test_counters_by_model_reads_both_model_labels_and_leaves_out_absent_counters() -> None:
+    text = (
+        METRICS_BEFORE
+        + 'ts_queue_latency_microseconds{model_name="resnet18",model_version="default",} 5000.0\n'
+    )
+    names = [
+        "BatchesTotal",
+        "ts_inference_requests_total",
+        "ts_queue_latency_microseconds",
+        "PaddedTokensTotal",
+    ]
+    counters = counters_by_model(text, ["resnet18", "bert_intent"], names)
+    assert counters["resnet18"] == {
+        "BatchesTotal": 20.0,
+        "ts_inference_requests_total": 20.0,
+        "ts_queue_latency_microseconds": 5000.0,
+    }
+    assert counters["bert_intent"] == {"BatchesTotal": 7.0}  # no padding counter: not exported, not 0

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from tsbatch.locust.options import DEFAULT_MIX, add_options, parse_mix, run_config
+from tsbatch.locust.options import (
+    DEFAULT_MIX,
+    add_options,
+    parse_mix,
+    run_config,
+    server_endpoints,
+    server_view_refusal,
+)
 from tsbatch.paths import DEFAULT_SLA_FILE
 from tsbatch.sla.profiles import SlaError
 
@@ -53,3 +60,39 @@ def test_option_defaults_make_a_usable_run_config() -> None:
     assert (opened.mode, opened.user_rate, opened.shape) == ("open", 5.0, "spike")
     with pytest.raises(SystemExit):
         parser.parse_args(["--shape", "ramp"])
+
+
+def test_server_endpoints_default_to_config_properties_and_take_the_management_key(tmp_path: Path) -> None:
+    properties = tmp_path / "config.properties"
+    properties.write_text("metrics_address=http://127.0.0.1:9182\nmanagement_address=http://127.0.0.1:9181\n")
+    key_file = tmp_path / "key_file.json"
+    key_file.write_text('{"management": {"key": "m-key"}, "inference": {"key": "i-key"}}')
+    options = SimpleNamespace(metrics_url="", management_url="", key_file=str(key_file))
+    endpoints = server_endpoints(options, properties)
+    assert (endpoints.metrics_url, endpoints.management_url) == (
+        "http://127.0.0.1:9182",
+        "http://127.0.0.1:9181",
+    )
+    assert endpoints.management_token == "m-key"
+    given = SimpleNamespace(
+        metrics_url="http://m:1", management_url="http://g:2", key_file=str(tmp_path / "none")
+    )
+    chosen = server_endpoints(given, tmp_path / "missing.properties")
+    assert (chosen.metrics_url, chosen.management_url, chosen.management_token) == (
+        "http://m:1",
+        "http://g:2",
+        None,
+    )
+    assert "no key file" in chosen.token_source
+
+
+def test_the_server_view_refuses_config_addresses_for_another_host(tmp_path: Path) -> None:
+    properties = tmp_path / "config.properties"
+    properties.write_text("inference_address=http://127.0.0.1:8080\n")
+    default = SimpleNamespace(metrics_url="")
+    assert server_view_refusal(default, "http://127.0.0.1:8080/", properties) is None
+    assert server_view_refusal(default, None, properties) is None
+    refusal = server_view_refusal(default, "http://torchserve.internal:8080", properties)
+    assert refusal is not None and "give --metrics-url" in refusal
+    given = SimpleNamespace(metrics_url="http://torchserve.internal:8082")
+    assert server_view_refusal(given, "http://torchserve.internal:8080", properties) is None

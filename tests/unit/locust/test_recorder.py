@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tsbatch.locust.recorder import SampleRecorder
 from tsbatch.sla import gate
-from tsbatch.sla.gate import LoadLevel, Sample
+from tsbatch.sla.gate import Sample
+from tsbatch.sla.levels import LoadLevel
 
 
 def samples_with_slow_ramp_up() -> list[Sample]:
