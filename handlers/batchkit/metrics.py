@@ -14,6 +14,7 @@ logger = logging.getLogger(__name__)
 
 GAUGE_METRICS = {
     "BatchSize": "count",
+    "BatchInputs": "count",
     "BatchFillRatio": "percent",
     "PreprocessMs": "ms",
     "InferenceMs": "ms",
@@ -24,6 +25,8 @@ COUNTER_METRICS = {
     "BatchesTotal": "count",
     "BatchedRequestsTotal": "count",
     "RejectedRequestsTotal": "count",
+    "BatchedInputsTotal": "count",
+    "RejectedInputsTotal": "count",
     "PaddedTokensTotal": "count",
     "RealTokensTotal": "count",
 }
@@ -52,7 +55,10 @@ class BatchReport:
 
     batch_size: int
     max_batch_size: int
-    rejected: int = 0
+    rejected: int = 0  # requests answered with an error status
+    # Inputs: a request may carry several; the model ran on inputs - rejected_inputs.
+    inputs: int = 0
+    rejected_inputs: int = 0
     preprocess_ms: float = 0.0
     inference_ms: float = 0.0
     postprocess_ms: float = 0.0
@@ -66,6 +72,7 @@ class BatchReport:
     def gauges(self) -> dict[str, float]:
         values = {
             "BatchSize": float(self.batch_size),
+            "BatchInputs": float(self.inputs),
             "BatchFillRatio": self.fill_ratio,
             "PreprocessMs": self.preprocess_ms,
             "InferenceMs": self.inference_ms,
@@ -88,6 +95,8 @@ class BatchReport:
             "BatchesTotal": 1.0,
             "BatchedRequestsTotal": float(self.batch_size),
             "RejectedRequestsTotal": float(self.rejected),
+            "BatchedInputsTotal": float(self.inputs),
+            "RejectedInputsTotal": float(self.rejected_inputs),
         }
         if self.padding is not None:
             values["PaddedTokensTotal"] = float(self.padding.padded_tokens)
