@@ -61,6 +61,6 @@ def test_a_call_without_the_token_is_refused_with_a_grpc_status(torchserve: Torc
     try:
         with pytest.raises(grpc.RpcError) as refused:
             anonymous.predict(INTENT, {"data": b"freeze my card"})
-        assert refused.value.code() != grpc.StatusCode.OK
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
     finally:
         anonymous.close()

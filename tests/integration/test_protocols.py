@@ -188,3 +188,25 @@ def test_curl_data_binary_without_a_content_type_gets_a_400_naming_the_header(
         [*command, "-T", str(body), "-X", "POST", url], capture_output=True, text=True, check=True
     )
     assert uploaded.stdout.rsplit("\n", 1)[1] == "200"
+
+
+def test_kserve_paths_take_the_kserve_bodies(torchserve: TorchServe, images) -> None:
+    """What a KServe client calls: /v1/models/<m>:predict and /v2/models/<m>/infer."""
+    b64 = base64.b64encode(images[0]).decode()
+    headers = {**torchserve.headers("inference"), "Content-Type": "application/json"}
+    base = torchserve.url("inference")
+    for model, value in ((RESNET, b64), (INTENT, TEXTS[0])):
+        v1 = requests.post(f"{base}/v1/models/{model}:predict", json={"instances": [value]}, headers=headers)
+        assert v1.status_code == 200, v1.text
+        infer = requests.post(
+            f"{base}/v2/models/{model}/infer", json=v2("x", [value, value]), headers=headers
+        )
+        assert infer.status_code == 200, infer.text
+        (output,) = infer.json()["outputs"]
+        answers = [*v1.json()["predictions"], *(json.loads(item) for item in output["data"])]
+        assert len({json.dumps(top(answer)) for answer in answers}) == 1
+
+
+def top(answer: dict[str, Any]) -> Any:
+    """The ranking an answer gives (probabilities may differ in the last digits between batches)."""
+    return [p["index"] for p in answer["predictions"]] if "predictions" in answer else answer["intent"]
