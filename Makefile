@@ -68,6 +68,7 @@ lint: $(INSTALLED) ## ruff
 
 bench: install archive ## Served vs in-process ResNet throughput under 16 clients
 	$(PY) -m scripts.bench_resnet
+	$(PY) -m scripts.bench_multi_input
 
 bench-intent: install archive ## Intent handler vs the usual pad-to-128 handler under 16 clients (ARGS="--settings 2x1 --duration 30")
 	$(PY) -m scripts.bench_intent $(ARGS)

@@ -11,6 +11,7 @@ from batchkit.handler_base import BatchHandler
 from batchkit.metrics import BatchReport
 from batchkit.runtime import load_torchscript
 from batchkit.text import (
+    TEXT_INPUTS,
     IntentScores,
     load_tokenizer,
     pad_id,
@@ -28,6 +29,7 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
     """Validate each text alone, tokenize the batch in one call, run length-grouped passes."""
 
     config_type = TextModelConfig
+    input_schema = TEXT_INPUTS
 
     def load(self) -> None:
         config = self.config

@@ -8,7 +8,7 @@ import torch
 
 from batchkit.config import ImageModelConfig
 from batchkit.handler_base import BatchHandler
-from batchkit.images import decode_for_model
+from batchkit.images import IMAGE_INPUTS, decode_for_model
 from batchkit.runtime import load_torchscript
 
 
@@ -16,6 +16,7 @@ class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
     """Decode and validate each image alone, classify the valid ones in one forward pass."""
 
     config_type = ImageModelConfig
+    input_schema = IMAGE_INPUTS
 
     def load(self) -> None:
         config = self.config

@@ -3,8 +3,9 @@
 Run it through ``make loadtest`` (headless, CI-sized, exit code = verdict) or
 ``make loadtest-ui`` (web UI with a live "SLA gate" tab); docs/loadtest.md has the rest.
 
-One user class sends a weighted mix of requests (``--mix``) to every model; per request it
-picks a model, a payload from that model's pool and checks the answer's schema. Two loops:
+Two user classes send a weighted mix of requests (``--mix``) to every model; per request a
+user picks a model, a payload from that model's pool and checks the answer's schema. A
+quarter of the users (class weights) send several inputs per request. Two loops:
 
 - ``--mode closed`` (default): each user sends, waits for the answer, (thinks), sends again.
   Its arrival rate drops as the server slows down, so it understates queueing.
@@ -31,7 +32,8 @@ from tsbatch.locust.options import parse_mix, shape_params
 from tsbatch.locust.plugin import STATE
 from tsbatch.locust.shapes import target
 from tsbatch.paths import DEFAULT_PROPERTIES
-from tsbatch.workloads.schemas import body_problems
+from tsbatch.workloads.payloads import multi_input_pool
+from tsbatch.workloads.schemas import body_problems, multi_input_problems
 
 logger = logging.getLogger("loadtest")
 
@@ -51,6 +53,7 @@ class OpenLoopOverflow(ResponseError):
 class TorchServeUser(FastHttpUser):
     """Sends the ``--mix`` of model requests, closed- or open-loop (``--mode``)."""
 
+    weight = 3  # against MultiInputUser's 1: a quarter of the users send several inputs
     host = default_host()
     concurrency = 256  # connections per user; the open loop keeps up to --max-in-flight busy
     network_timeout = 120.0
@@ -92,18 +95,24 @@ class TorchServeUser(FastHttpUser):
             f"/predictions/{model}",
             data=payload.body,
             headers={**self.headers, "Content-Type": payload.content_type},
-            name=model,
+            name=self.stats_name(model),
             catch_response=True,
             context={"sla_model": model},
         ) as response:
             if not response.status_code:  # connection refused, reset, timeout
                 response.failure(f"no answer: {getattr(response, 'error', None)}")
                 return
-            problems = body_problems(model, response.status_code, response.content)
+            problems = self.problems(model, response.status_code, response.content)
             if problems:
                 response.failure("; ".join(problems[:3]))
             else:
                 response.success()
+
+    def stats_name(self, model: str) -> str:
+        return model
+
+    def problems(self, model: str, status: int, content: bytes | None) -> list[str]:
+        return body_problems(model, status, content)
 
     def open_loop(self) -> None:
         """Poisson arrivals at --user-rate per second, each request in its own greenlet."""
@@ -150,6 +159,26 @@ class TorchServeUser(FastHttpUser):
             context={"sla_model": model, "dropped": True},
             start_time=time.time(),
         )
+
+
+class MultiInputUser(TorchServeUser):
+    """The same mix, each request carrying several inputs (our list, KServe v1 and v2 bodies
+    in turn); they count towards their model's SLA like any request."""
+
+    weight = 1
+    inputs_per_request = 4
+
+    def on_start(self) -> None:
+        super().on_start()
+        self.payloads = {
+            model: multi_input_pool(pool, self.inputs_per_request) for model, pool in self.payloads.items()
+        }
+
+    def stats_name(self, model: str) -> str:
+        return f"{model} x{self.inputs_per_request}"
+
+    def problems(self, model: str, status: int, content: bytes | None) -> list[str]:
+        return multi_input_problems(model, status, content, self.inputs_per_request)
 
 
 class SlaShape(LoadTestShape):

@@ -24,6 +24,8 @@ class ModelConfig:
     top_k: int = 5
     torch_threads: int = 1
     warmup_batch_sizes: tuple[int, ...] = (1,)
+    # Most inputs one request may carry (a list, KServe instances/inputs); more get 413.
+    max_inputs_per_request: int = 64
 
 
 ConfigT = TypeVar("ConfigT", bound=ModelConfig)

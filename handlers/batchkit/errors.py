@@ -59,6 +59,23 @@ class ResourceExhausted(InferenceFailed):
     error_type = "resource_exhausted"
 
 
+class InputsRejected(RequestError):
+    """Every input of a multi-input request failed: the request takes the status of its
+    first input's error, and its body still says what happened to each input."""
+
+    error_type = "all_inputs_rejected"
+
+    def __init__(self, status: int, body: dict[str, Any], count: int) -> None:
+        super().__init__(
+            f"all {count} inputs of the request were rejected; each input's error is in the body"
+        )
+        self.status = status
+        self.body = body
+
+    def to_body(self) -> dict[str, Any]:
+        return {"error": {"type": self.error_type, "message": self.message}, **self.body}
+
+
 def error_for_exception(exc: BaseException) -> RequestError:
     """Map any exception raised while serving to the RequestError that answers it."""
     if isinstance(exc, RequestError):

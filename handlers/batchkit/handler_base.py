@@ -21,8 +21,9 @@ import torch
 from batchkit.batching import run_batch
 from batchkit.config import ConfigT, from_mapping
 from batchkit.errors import RequestError, error_for_exception
+from batchkit.flatten import flatten, regroup
 from batchkit.metrics import BatchReport, emit
-from batchkit.payloads import request_body
+from batchkit.protocols import InputSchema, ParsedRequest, compose_response, parse_request
 from batchkit.runtime import configure_threads, select_device
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
     """Base for the toolkit's handlers; subclasses stay small and model-specific."""
 
     config_type: type[ConfigT]
+    input_schema: InputSchema
 
     def __init__(self) -> None:
         self.initialized = False
@@ -84,20 +86,44 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
 
     # ---- pipeline ---------------------------------------------------------------
     def process(self, data: list[Any]) -> tuple[list[Any], BatchReport]:
-        """The batch core on this handler's stages, and the report of what it did."""
-        run = run_batch(
-            data, lambda request: self.decode(request_body(request)), self.infer_guarded, self.encode
-        )
+        """The batch core on this handler's stages, and the report of what it did.
+
+        Every input of every request is flattened into one model batch, run once, and
+        regrouped into each request's response, in the request's own protocol.
+        """
+        parsed = [self.parse(request) for request in data]
+        flat = flatten([p if isinstance(p, RequestError) else p.inputs for p in parsed])
+        run = run_batch(flat.inputs, self.decode_input, self.infer_guarded, self.encode)
+        responses = [
+            results
+            if isinstance(results, RequestError)
+            else compose_response(request, results, self.model_name)
+            for request, results in zip(parsed, regroup(run.responses, flat.spans), strict=True)
+        ]
         report = BatchReport(
             batch_size=len(data),
             max_batch_size=self.max_batch_size,
-            rejected=run.rejected,
+            rejected=sum(isinstance(response, RequestError) for response in responses),
+            inputs=len(flat.inputs),
+            rejected_inputs=run.rejected,
             preprocess_ms=run.decode_ms,
             inference_ms=run.infer_ms,
             postprocess_ms=run.encode_ms,
         )
         self.annotate(report, run.outputs)
-        return run.responses, report
+        return responses, report
+
+    def parse(self, request: Any) -> ParsedRequest | RequestError:
+        try:
+            return parse_request(request, self.input_schema, self.config.max_inputs_per_request)
+        except Exception as exc:
+            return error_for_exception(exc)
+
+    def decode_input(self, value: Any) -> Any:
+        """``decode`` for one input of a request; an input already rejected stays rejected."""
+        if isinstance(value, RequestError):
+            raise value
+        return self.decode(value)
 
     def infer_guarded(self, items: list[Any]) -> list[Any]:
         try:

@@ -23,10 +23,27 @@ from torchvision.transforms import functional as tv_functional
 
 from batchkit.errors import InvalidImage, PayloadTooLarge
 from batchkit.payloads import check_size, parse_json_object
+from batchkit.protocols import InputSchema
 
 SIXTEEN_BIT_MODES = {"I;16", "I;16B", "I;16L", "I;16N", "I"}
 ALPHA_MODES = {"RGBA", "LA", "PA", "RGBa", "La"}
 WHITE = (255, 255, 255)
+IMAGE_INPUTS = InputSchema(single_key="image", list_key="images", error=InvalidImage)
+
+
+def decode_base64(text: str) -> bytes:
+    """Standard base64 as clients write it: bare, inside a data URL
+    (``data:image/png;base64,...``), or wrapped in lines (RFC 2045, ``base64.encodebytes``)."""
+    if text[:5].lower() == "data:":
+        header, comma, text = text.partition(",")
+        if not comma or not header.lower().endswith(";base64"):
+            raise InvalidImage("a data URL must be base64-encoded: data:<type>;base64,<data>")
+    try:
+        return base64.b64decode("".join(text.split()), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidImage(
+            f"'image' is not valid base64 (standard alphabet with padding; data URLs and line breaks are accepted): {exc}"
+        ) from exc
 
 
 def image_bytes(body: Any, max_body_bytes: int) -> bytes:
@@ -36,11 +53,11 @@ def image_bytes(body: Any, max_body_bytes: int) -> bytes:
     if document is not None:
         encoded = document.get("image")
         if not isinstance(encoded, str) or not encoded:
-            raise InvalidImage('JSON body must be {"image": "<base64-encoded image>"}')
-        try:
-            return base64.b64decode(encoded, validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise InvalidImage(f"'image' is not valid base64: {exc}") from exc
+            raise InvalidImage(
+                'JSON body must be {"image": "<base64>"} (several: {"images": [...]}, '
+                'KServe {"instances": [...]} or {"inputs": [...]})'
+            )
+        return decode_base64(encoded)
     if isinstance(body, bytes | bytearray):
         raw = bytes(body)
     elif isinstance(body, str):

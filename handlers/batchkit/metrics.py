@@ -14,6 +14,7 @@ logger = logging.getLogger(__name__)
 
 GAUGE_METRICS = {
     "BatchSize": "count",
+    "BatchInputs": "count",
     "BatchFillRatio": "percent",
     "PreprocessMs": "ms",
     "InferenceMs": "ms",
@@ -24,6 +25,8 @@ COUNTER_METRICS = {
     "BatchesTotal": "count",
     "BatchedRequestsTotal": "count",
     "RejectedRequestsTotal": "count",
+    "BatchedInputsTotal": "count",
+    "RejectedInputsTotal": "count",
     "PaddedTokensTotal": "count",
     "RealTokensTotal": "count",
     # Summed stage times: a window's mean per batch is the rise over the rise of BatchesTotal.
@@ -56,7 +59,10 @@ class BatchReport:
 
     batch_size: int
     max_batch_size: int
-    rejected: int = 0
+    rejected: int = 0  # requests answered with an error status
+    # Inputs: a request may carry several; the model ran on inputs - rejected_inputs.
+    inputs: int = 0
+    rejected_inputs: int = 0
     preprocess_ms: float = 0.0
     inference_ms: float = 0.0
     postprocess_ms: float = 0.0
@@ -70,6 +76,7 @@ class BatchReport:
     def gauges(self) -> dict[str, float]:
         values = {
             "BatchSize": float(self.batch_size),
+            "BatchInputs": float(self.inputs),
             "BatchFillRatio": self.fill_ratio,
             "PreprocessMs": self.preprocess_ms,
             "InferenceMs": self.inference_ms,
@@ -95,6 +102,8 @@ class BatchReport:
             "PreprocessMsTotal": self.preprocess_ms,
             "InferenceMsTotal": self.inference_ms,
             "PostprocessMsTotal": self.postprocess_ms,
+            "BatchedInputsTotal": float(self.inputs),
+            "RejectedInputsTotal": float(self.rejected_inputs),
         }
         if self.padding is not None:
             values["PaddedTokensTotal"] = float(self.padding.padded_tokens)

@@ -2,7 +2,8 @@
 
 TorchServe's Python worker already decodes ``application/json`` bodies to objects and
 ``text/*`` bodies to ``str`` (falling back to raw bytes when that fails), and multipart
-forms arrive as one key per field. The handlers see all of these.
+forms arrive as one key per field. The handlers see all of these (``protocols`` reads
+the request's parameters; these helpers read one body).
 """
 
 from __future__ import annotations
@@ -11,20 +12,6 @@ import json
 from typing import Any
 
 from batchkit.errors import InvalidInput, PayloadTooLarge, RequestError
-
-BODY_KEYS = ("data", "body")
-
-
-def request_body(request: Any) -> Any:
-    """Return the one body of a request: ``data``/``body`` first, else the only field."""
-    if isinstance(request, dict):
-        for key in BODY_KEYS:
-            if key in request and request[key] is not None:
-                return request[key]
-        if len(request) == 1:
-            return next(iter(request.values()))
-        raise InvalidInput("expected one request body (or a form field named 'data')")
-    return request
 
 
 def check_size(body: Any, max_bytes: int) -> None:

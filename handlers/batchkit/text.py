@@ -22,9 +22,11 @@ from batchkit.batching import plan_sub_batches
 from batchkit.errors import InvalidText
 from batchkit.metrics import PaddingStats
 from batchkit.payloads import check_size
+from batchkit.protocols import InputSchema
 
 TOKENIZER_FILE = "tokenizer.json"
 TEXT_KEY = "text"
+TEXT_INPUTS = InputSchema(single_key=TEXT_KEY, list_key="texts", error=InvalidText)
 
 
 # ---- request bodies --------------------------------------------------------------
@@ -57,7 +59,10 @@ def text_from_body(body: Any, max_body_bytes: int) -> str:
 def _text_field(document: dict[str, Any]) -> Any:
     extra = sorted(set(document) - {TEXT_KEY})
     if TEXT_KEY not in document or extra:
-        raise InvalidText(f'JSON body must be {{"text": "..."}} (got keys {sorted(document)})')
+        raise InvalidText(
+            f'JSON body must be {{"text": "..."}} (several: {{"texts": [...]}}, KServe '
+            f'{{"instances": [...]}} or {{"inputs": [...]}}; got keys {sorted(document)})'
+        )
     value = document[TEXT_KEY]
     if not isinstance(value, str):
         raise InvalidText(f"'text' must be a string, got {type(value).__name__}")

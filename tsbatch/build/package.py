@@ -31,6 +31,9 @@ from tsbatch.config.properties import (
 from tsbatch.paths import DEFAULT_PROPERTIES, HANDLERS_DIR
 
 MODEL_CONFIG_FILE = "model-config.yaml"
+# Manifest keys the handler reads at serving time only: packaging copies them into the
+# handler config, so changing one repackages (seconds) instead of exporting again.
+SERVING_KEYS = ("max_inputs_per_request",)
 
 
 class PackageError(RuntimeError):
@@ -54,6 +57,7 @@ def archive_settings(properties_path: Path, model_name: str) -> dict[str, Any]:
 def model_config(spec: ModelSpec, settings: dict[str, Any]) -> dict[str, Any]:
     handler = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     handler["torch_threads"] = settings["torchThreads"]
+    handler.update({key: spec.settings[key] for key in SERVING_KEYS if key in spec.settings})
     config = {key: settings[key] for key in BATCH_KEYS}
     config["handler"] = handler
     return config

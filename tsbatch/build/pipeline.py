@@ -16,7 +16,7 @@ from typing import Any
 
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import ModelSpec, parse_manifest_command
-from tsbatch.build.package import package
+from tsbatch.build.package import SERVING_KEYS, package
 from tsbatch.paths import REPO_ROOT
 
 EXPORT_INPUTS_FILE = "export_inputs.json"
@@ -38,9 +38,10 @@ def export_model(spec: ModelSpec) -> None:
 def export_inputs(spec: ModelSpec, root: Path) -> dict[str, Any]:
     """What an export is made from: the manifest entry and the files it names (data, weights).
 
-    The handler file is left out: packaging copies it, so handler edits need no re-export.
+    The handler file and the serving-time keys are left out: packaging copies them, so
+    editing them needs no re-export.
     """
-    entry = {key: value for key, value in spec.settings.items() if key != "handler"}
+    entry = {key: value for key, value in spec.settings.items() if key not in ("handler", *SERVING_KEYS)}
     files: dict[str, str] = {}
 
     def visit(value: Any) -> None:

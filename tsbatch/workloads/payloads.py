@@ -12,6 +12,8 @@ max_length, so truncation is on the tested path too.
 
 from __future__ import annotations
 
+import base64
+import itertools
 import json
 import random
 from dataclasses import dataclass
@@ -21,6 +23,8 @@ from tsbatch.workloads.images import PictureKind, encode, picture
 IMAGE_SIDES = (32, 48, 64, 96, 128, 160, 224, 256, 320, 384, 480, 512, 640, 800, 1024)
 IMAGE_FORMATS = (("PNG", "image/png"), ("JPEG", "image/jpeg"), ("WEBP", "image/webp"))
 IMAGE_KINDS: tuple[PictureKind, ...] = ("digit", "photo")
+# The request bodies that carry several inputs, in the order multi-input pools rotate them.
+MULTI_INPUT_PROTOCOLS = ("list", "kserve_v1", "kserve_v2")
 
 
 @dataclass(frozen=True)
@@ -69,3 +73,40 @@ def text_pool(
         )
     rng.shuffle(pool)
     return pool
+
+
+def input_value(payload: Payload) -> str:
+    """A single-input payload as one element of a multi-input body: base64 for an image,
+    the text itself for an utterance."""
+    if payload.content_type.startswith("image/"):
+        return base64.b64encode(payload.body).decode()
+    if payload.content_type == "application/json":
+        return json.loads(payload.body)["text"]
+    return payload.body.decode("utf-8")
+
+
+def multi_input_body(values: list[str], list_key: str, protocol: str) -> bytes:
+    """One request carrying ``values`` in our list schema, KServe v1 or KServe v2."""
+    if protocol == "list":
+        document: object = {list_key: values}
+    elif protocol == "kserve_v1":
+        document = {"instances": values}
+    else:
+        document = {
+            "inputs": [{"name": list_key, "datatype": "BYTES", "shape": [len(values)], "data": values}]
+        }
+    return json.dumps(document).encode()
+
+
+def multi_input_pool(pool: list[Payload], per_request: int) -> list[Payload]:
+    """Requests of ``per_request`` inputs each, drawn in turn from ``pool`` and rotating the
+    protocols, so every body shape and every single payload is sent."""
+    list_key = "images" if pool[0].content_type.startswith("image/") else "texts"
+    values = itertools.cycle([input_value(payload) for payload in pool])
+    requests = []
+    for index in range(max(len(MULTI_INPUT_PROTOCOLS), -(-len(pool) // per_request))):
+        protocol = MULTI_INPUT_PROTOCOLS[index % len(MULTI_INPUT_PROTOCOLS)]
+        chunk = [next(values) for _ in range(per_request)]
+        body = multi_input_body(chunk, list_key, protocol)
+        requests.append(Payload(body, "application/json", f"{protocol} x{per_request} {list_key}"))
+    return requests

@@ -113,3 +113,38 @@ def body_problems(model: str, status: int, text: str | bytes | None) -> list[str
         return ["body is not JSON"]
     check = CHECKS.get(model)
     return check(body) if check else []
+
+
+def input_answers(body: Any) -> list[Any] | None:
+    """The per-input answers of a multi-input response, whatever its protocol: ours
+    (``results``), KServe v1 (``predictions`` beside no ``model``), KServe v2 (``outputs``)."""
+    if not isinstance(body, dict):
+        return None
+    if isinstance(body.get("results"), list):
+        return body["results"]
+    if "model" not in body and isinstance(body.get("predictions"), list):
+        return body["predictions"]
+    outputs = body.get("outputs")
+    if isinstance(outputs, list) and len(outputs) == 1 and isinstance(outputs[0].get("data"), list):
+        try:
+            return [json.loads(item) for item in outputs[0]["data"]]
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def multi_input_problems(model: str, status: int, text: str | bytes | None, count: int) -> list[str]:
+    """Everything wrong with the answer to a request of ``count`` inputs: each input's answer
+    is checked like a single one, and an input's error is a failure."""
+    if status != 200:
+        return [f"HTTP {status}{error_detail(text)}"]
+    try:
+        answers = input_answers(json.loads(text or b""))
+    except ValueError:
+        return ["body is not JSON"]
+    if answers is None:
+        return ["no per-input answers (results, predictions or outputs)"]
+    if len(answers) != count:
+        return [f"{len(answers)} answers for {count} inputs"]
+    check = CHECKS.get(model, lambda answer: [])
+    return [f"input {index}: {problem}" for index, answer in enumerate(answers) for problem in check(answer)]

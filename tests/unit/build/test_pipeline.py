@@ -36,6 +36,8 @@ def test_current_artifacts_are_kept_and_handler_edits_do_not_count(tmp_path: Pat
     assert needs_export(spec, tmp_path) is None
     edited = replace(spec, settings={**spec.settings, "handler": "handlers/other.py"})
     assert needs_export(edited, tmp_path) is None
+    serving = replace(spec, settings={**spec.settings, "max_inputs_per_request": 8})
+    assert needs_export(serving, tmp_path) is None
 
 
 def test_changed_manifest_entry_or_data_file_is_exported_again(tmp_path: Path) -> None:

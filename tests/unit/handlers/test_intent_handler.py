@@ -97,10 +97,14 @@ def test_mixed_good_and_bad_requests_fail_only_themselves(handler_and_context) -
     responses = handler.handle(requests, context)
     assert len(responses) == len(requests)
     assert [context.status(i) for i in range(len(requests))] == [200, 400, 400, 200, 400, 400, 413]
-    for index in (1, 2, 4, 5):
+    for index in (1, 2, 4):
         assert responses[index]["error"]["type"] == "invalid_text"
+    # A JSON list is a multi-input request: each input answered, the request 400 as none is valid.
+    assert responses[5]["error"]["type"] == "all_inputs_rejected"
+    assert [r["error"]["type"] for r in responses[5]["results"]] == ["invalid_text"] * 2
     assert responses[6]["error"]["type"] == "payload_too_large"
     assert handler.last_report.rejected == 5
+    assert (handler.last_report.inputs, handler.last_report.rejected_inputs) == (8, 6)
     assert all(context.content_types[i] == "application/json" for i in range(len(requests)))
 
 
@@ -190,3 +194,19 @@ def test_warmup_items_have_different_lengths(handler_and_context) -> None:
 def test_unknown_handler_config_key_fails_at_load(tiny_intent_model_dir, fake_context_factory) -> None:
     with pytest.raises(ValueError, match="unknown keys"):
         make_handler(*tiny_intent_model_dir, fake_context_factory, max_lenght=8)
+
+
+def test_texts_of_multi_input_requests_share_the_token_budget_and_keep_their_answers(
+    tiny_intent_model_dir, fake_context_factory
+) -> None:
+    handler, context = make_handler(
+        *tiny_intent_model_dir, fake_context_factory, token_budget=MAX_LENGTH, pass_overhead_tokens=0
+    )
+    texts = ["word " * 30, "freeze my card", "transfer money"]
+    alone = [handler.handle([body(text)], context)[0] for text in texts]
+    responses = handler.handle([body({"texts": texts[:2]}), body({"instances": [texts[2], "  "]})], context)
+    assert [context.status(i) for i in range(2)] == [200, 200]
+    assert handler.last_report.padding.forward_passes == 2  # the long text alone, the short two together
+    answers = [*responses[0]["results"], responses[1]["predictions"][0]]
+    assert [answer["top_k"] for answer in answers] == [answer["top_k"] for answer in alone]
+    assert responses[1]["predictions"][1]["error"] == {"type": "invalid_text", "message": "text is empty"}

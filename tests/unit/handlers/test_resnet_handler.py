@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -98,3 +100,50 @@ def test_initialize_rejects_a_config_with_unknown_keys(tiny_image_model_dir, fak
     model_yaml["handler"]["resize"] = 3
     with pytest.raises(ValueError, match="unknown keys"):
         ResNetClassifierHandler().initialize(fake_context_factory(model_dir, model_yaml))
+
+
+def test_multi_input_requests_in_every_protocol_answer_each_input_as_if_sent_alone(
+    handler_and_context,
+) -> None:
+    handler, context = handler_and_context
+    images = [
+        image_bytes("PNG", color=color, size=(30 + 5 * i, 40))
+        for i, color in enumerate(["red", "green", "blue", "white", "yellow"])
+    ]
+    encoded = [base64.b64encode(image).decode() for image in images]
+    alone = [handler.handle([request(image)], context)[0] for image in images]
+    context.statuses.clear()
+    v2_tensor = {"name": "image", "datatype": "BYTES", "shape": [2], "data": [encoded[3], "not base64!"]}
+    data = [
+        request({"instances": [{"data": encoded[0]}, {"b64": encoded[1]}]}),
+        request({"images": ["data:image/png;base64," + encoded[2], "aGk="]}),
+        request({"id": "x", "inputs": [v2_tensor]}),
+        request(images[4]),
+        request({"images": ["", "aGk="]}),
+    ]
+    responses = handler.handle(data, context)
+    assert [context.status(i) for i in range(5)] == [200, 200, 200, 200, 400]
+    v1, listed, v2, single, all_bad = responses
+    got = [*v1["predictions"], listed["results"][0], json.loads(v2["outputs"][0]["data"][0]), single]
+    for answer, expected in zip(got, alone, strict=True):
+        assert [p["index"] for p in answer["predictions"]] == [p["index"] for p in expected["predictions"]]
+        for a, b in zip(answer["predictions"], expected["predictions"], strict=True):
+            assert a["probability"] == pytest.approx(b["probability"], abs=1e-5)
+    assert listed["results"][1]["error"]["type"] == "invalid_image"
+    assert "not valid base64" in json.loads(v2["outputs"][0]["data"][1])["error"]["message"]
+    assert all_bad["error"]["type"] == "all_inputs_rejected" and len(all_bad["results"]) == 2
+    report = handler.last_report
+    assert (report.batch_size, report.rejected, report.inputs, report.rejected_inputs) == (5, 1, 9, 4)
+    assert context.metrics.metrics["BatchedInputsTotal"].values[-1][0] == 9.0
+
+
+def test_a_request_past_the_input_cap_gets_413_alone(handler_and_context) -> None:
+    handler, context = handler_and_context
+    handler.config = replace(handler.config, max_inputs_per_request=2)
+    encoded = base64.b64encode(image_bytes()).decode()
+    responses = handler.handle(
+        [request({"images": [encoded] * 3}), request({"images": [encoded] * 2})], context
+    )
+    assert [context.status(i) for i in range(2)] == [413, 200]
+    assert "the limit is 2 per request" in responses[0]["error"]["message"]
+    assert len(responses[1]["results"]) == 2

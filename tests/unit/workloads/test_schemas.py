@@ -87,3 +87,28 @@ def test_error_answers_carry_their_message() -> None:
         "HTTP 400: InvalidKeyException: Token Authorization failed."
     ]
     assert schemas.body_problems("resnet18", 503, b"") == ["HTTP 503"]
+
+
+def test_multi_input_answers_are_checked_in_every_protocol() -> None:
+    v2_data = [json.dumps(RESNET_OK)] * 2
+    for body in (
+        {"results": [RESNET_OK, RESNET_OK]},
+        {"predictions": [RESNET_OK, RESNET_OK]},
+        {
+            "model_name": "resnet18",
+            "outputs": [{"name": "predictions", "datatype": "BYTES", "data": v2_data}],
+        },
+    ):
+        assert schemas.multi_input_problems("resnet18", 200, json.dumps(body), 2) == []
+    assert schemas.multi_input_problems("resnet18", 200, json.dumps(RESNET_OK), 2) == [
+        "no per-input answers (results, predictions or outputs)"
+    ]
+    assert schemas.multi_input_problems("resnet18", 200, json.dumps({"results": [RESNET_OK]}), 2) == [
+        "1 answers for 2 inputs"
+    ]
+    error = {"error": {"type": "invalid_image", "message": "bad"}}
+    problems = schemas.multi_input_problems("resnet18", 200, json.dumps({"results": [RESNET_OK, error]}), 2)
+    assert problems and problems[0].startswith("input 1: missing 'model'")
+    assert schemas.multi_input_problems("resnet18", 413, json.dumps(error), 2) == [
+        "HTTP 413: invalid_image: bad"
+    ]

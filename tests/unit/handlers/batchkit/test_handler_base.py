@@ -12,12 +12,14 @@ from batchkit.config import ModelConfig
 from batchkit.errors import InvalidInput
 from batchkit.handler_base import BatchHandler
 from batchkit.metrics import BatchReport
+from batchkit.protocols import InputSchema
 
 
 class DoublingHandler(BatchHandler[ModelConfig]):
     """Numbers in, doubled numbers out: the pipeline without a model."""
 
     config_type = ModelConfig
+    input_schema = InputSchema(single_key="number", list_key="numbers", error=InvalidInput)
 
     def load(self) -> None:
         self.loaded_labels = list(self.labels)

@@ -82,6 +82,34 @@ def test_base64_json_body_is_accepted_as_dict_or_raw_bytes() -> None:
     assert torch.equal(from_dict, from_bytes)
 
 
+def test_data_urls_and_mime_line_breaks_decode_to_the_same_image() -> None:
+    raw = make_image("PNG")
+    plain = decode({"image": base64.b64encode(raw).decode()})
+    for encoded in (
+        "data:image/png;base64," + base64.b64encode(raw).decode(),
+        "DATA:image/png;charset=x;BASE64," + base64.b64encode(raw).decode(),
+        base64.encodebytes(raw).decode(),  # RFC 2045: 76-character lines
+        base64.encodebytes(raw).decode().replace("\n", "\r\n"),
+    ):
+        assert torch.equal(decode({"image": encoded}), plain)
+
+
+@pytest.mark.parametrize(
+    ("encoded", "expected"),
+    [
+        ("data:image/png,%89PNG", "data URL must be base64-encoded"),
+        ("data:image/png;base64", "data URL must be base64-encoded"),
+        ("data:image/png;base64,***", "not valid base64"),
+        ("aGk", "not valid base64"),
+        ("aGk=-_", "not valid base64"),
+    ],
+)
+def test_other_base64_is_still_a_clear_400(encoded: str, expected: str) -> None:
+    with pytest.raises(InvalidImage) as raised:
+        decode({"image": encoded})
+    assert raised.value.status == 400 and expected in raised.value.message
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [

@@ -1,0 +1,128 @@
+"""Benchmark: images/s served when each request carries several images vs one, same server.
+
+One TorchServe with the archive's resnet18 at the settings of config.properties serves two
+runs under the same concurrent clients: one image per request (raw bytes), then
+``--per-request`` images per request (``{"images": [base64, ...]}``). The batch core
+flattens every image of TorchServe's batch into one forward pass, so a multi-input
+request shares the model with its batch-mates' images; the difference shows what a client
+saves in HTTP, queueing and worker round trips by packing its images.
+
+    python -m scripts.bench_multi_input --per-request 8 --clients 16 --duration 15
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import random
+import tempfile
+from pathlib import Path
+
+from tsbatch.build.manifest import load_manifest
+from tsbatch.client.load import LoadDriver, LoadSpec, ResponseCheck
+from tsbatch.client.process import TorchServe, start_instance
+from tsbatch.workloads.images import encoded_pictures
+from tsbatch.workloads.schemas import body_problems, multi_input_problems
+
+MODEL = "resnet18"
+COUNTED = ["BatchesTotal", "BatchedInputsTotal"]
+
+
+def digit_images(count: int, seed: int = 0) -> list[bytes]:
+    """Digit-like PNGs of varied sides, as the archive's digits model is fed."""
+    rng = random.Random(seed)
+    return encoded_pictures(
+        "digit", [(side, side) for side in (rng.randint(28, 95) for _ in range(count))], "PNG", seed
+    )
+
+
+def single_check(status: int, body: bytes) -> str | None:
+    return "; ".join(body_problems(MODEL, status, body)[:2]) or None
+
+
+def multi_check(per_request: int) -> ResponseCheck:
+    def check(status: int, body: bytes) -> str | None:
+        return "; ".join(multi_input_problems(MODEL, status, body, per_request)[:2]) or None
+
+    return check
+
+
+def multi_bodies(images: list[bytes], per_request: int) -> list[bytes]:
+    """Requests of ``per_request`` images each, every image used in turn."""
+    encoded = [base64.b64encode(image).decode() for image in images]
+    return [
+        json.dumps({"images": [encoded[(start + i) % len(encoded)] for i in range(per_request)]}).encode()
+        for start in range(0, len(encoded), per_request)
+    ]
+
+
+def measure(server: TorchServe, driver: LoadDriver, load: LoadSpec, per_request: int) -> dict:
+    before = server.settled_counters(MODEL, COUNTED)
+    figures = driver.run(load).figures()
+    after = server.settled_counters(MODEL, COUNTED)
+    batches = after["BatchesTotal"] - before["BatchesTotal"]
+    rps = figures.throughput_rps or 0.0
+    return {
+        "per_request": per_request,
+        "rps": rps,
+        "images_per_s": rps * per_request,
+        "p50_ms": figures.p50_ms if figures.p50_ms is not None else float("nan"),
+        "p99_ms": figures.p99_ms if figures.p99_ms is not None else float("nan"),
+        "errors": figures.failures,
+        "completed": figures.requests,
+        "images_per_batch": (after["BatchedInputsTotal"] - before["BatchedInputsTotal"]) / batches
+        if batches
+        else float("nan"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--per-request", type=int, default=8, help="images per multi-input request")
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=15.0, help="measured seconds per run")
+    parser.add_argument("--warmup", type=float, default=3.0)
+    args = parser.parse_args(argv)
+
+    images = digit_images(64)
+    url_path = f"/predictions/{MODEL}"
+    load = LoadSpec(concurrency=args.clients, warmup_s=args.warmup, measure_s=args.duration)
+    with tempfile.TemporaryDirectory(prefix="bench-multi-input-") as tmp:
+        server = start_instance(Path(tmp) / "run", load_manifest().model_store, [MODEL])
+        try:
+            settings = server.describe(MODEL)[0]
+            url = f"{server.url('inference')}{url_path}"
+            single = LoadDriver(
+                url, images, content_types="image/png", headers=server.headers(), check=single_check
+            )
+            multi = LoadDriver(
+                url,
+                multi_bodies(images, args.per_request),
+                content_types="application/json",
+                headers=server.headers(),
+                check=multi_check(args.per_request),
+            )
+            print(f"[bench] {MODEL}: 1 and {args.per_request} images per request, {args.clients} clients ...")
+            rows = [measure(server, single, load, 1), measure(server, multi, load, args.per_request)]
+        finally:
+            server.stop()
+
+    print(
+        f"\n{MODEL} (archive), images per request (batchSize={settings['batchSize']}, "
+        f"maxBatchDelay={settings['maxBatchDelay']} ms, {args.clients} clients, {args.duration:.0f}s measured each)"
+    )
+    print(
+        f"{'images/request':>15}{'req/s':>9}{'images/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'images/batch':>14}"
+    )
+    for row in rows:
+        print(
+            f"{row['per_request']:>15d}{row['rps']:>9.1f}{row['images_per_s']:>10.1f}{row['p50_ms']:>9.1f}"
+            f"{row['p99_ms']:>9.1f}{row['errors']:>8d}{row['images_per_batch']:>14.1f}"
+        )
+    print(
+        f"images/s ratio ({args.per_request} per request / 1): {rows[1]['images_per_s'] / max(rows[0]['images_per_s'], 1e-9):.2f}"
+    )
+    return 1 if any(row["errors"] or not row["completed"] for row in rows) else 0
