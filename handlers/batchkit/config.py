@@ -24,6 +24,14 @@ class ModelConfig:
     top_k: int = 5
     torch_threads: int = 1
     warmup_batch_sizes: tuple[int, ...] = (1,)
+    # How the worker computes (batchkit.precision, batchkit.loader): auto picks from the
+    # hardware; compiled_models are the .pt2 packages that passed the build gates, exported
+    # for batches up to compiled_max_batch_size; failed_gates names candidates never served.
+    precision: str = "auto"
+    runtime: str = "auto"
+    compiled_models: tuple[str, ...] = ()
+    compiled_max_batch_size: int = 0
+    failed_gates: tuple[str, ...] = ()
 
 
 ConfigT = TypeVar("ConfigT", bound=ModelConfig)
