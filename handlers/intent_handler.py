@@ -8,8 +8,8 @@ import torch
 
 from batchkit.config import TextModelConfig
 from batchkit.handler_base import BatchHandler
+from batchkit.loader import load_served_model
 from batchkit.metrics import BatchReport
-from batchkit.runtime import load_torchscript
 from batchkit.text import (
     TEXT_INPUTS,
     IntentScores,
@@ -33,9 +33,12 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
 
     def load(self) -> None:
         config = self.config
-        self.model = load_torchscript(self.model_dir / config.model_file, self.device)
         self.tokenizer = load_tokenizer(self.model_dir / config.tokenizer_dir, config.max_length)
         self.pad_token_id = pad_id(self.tokenizer)
+        ids, mask = pad_to_longest(tokenize(self.tokenizer, self.warmup_items(2)).ids, self.pad_token_id)
+        self.model = load_served_model(
+            config, self.model_dir, self.device, self.precision, self.max_batch_size, (ids, mask)
+        )
 
     def decode(self, body: Any) -> str:
         return text_from_body(body, self.config.max_body_bytes)

@@ -9,7 +9,7 @@ import torch
 from batchkit.config import ImageModelConfig
 from batchkit.handler_base import BatchHandler
 from batchkit.images import IMAGE_INPUTS, decode_for_model
-from batchkit.runtime import load_torchscript
+from batchkit.loader import load_served_model
 
 
 class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
@@ -24,12 +24,14 @@ class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
         check_input = torch.randn(
             2, 3, config.crop_size, config.crop_size, generator=torch.Generator().manual_seed(0)
         )
-        self.model = load_torchscript(
-            self.model_dir / config.model_file,
+        self.model = load_served_model(
+            config,
+            self.model_dir,
             self.device,
+            self.precision,
+            self.max_batch_size,
+            (check_input,),
             optimize=config.optimize,
-            check_input=check_input,
-            atol=config.optimize_atol,
         )
 
     def decode(self, body: Any) -> torch.Tensor:

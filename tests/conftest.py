@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,31 @@ def tiny_image_model_dir(tmp_path: Path) -> tuple[Path, dict]:
         "warmup_batch_sizes": [1],
     }
     return tmp_path, {"batchSize": 4, "maxBatchDelay": 5, "handler": handler}
+
+
+@pytest.fixture(scope="session")
+def tiny_compiled_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny_image_model_dir model (same seed) as a CPU fp32 AOTInductor package for
+    batches of up to 4: compiled once per session (tens of seconds)."""
+    from tsbatch.build.compiled import compile_package
+
+    torch.manual_seed(0)
+    model = TinyImageNet(len(TINY_LABELS)).eval()
+    path = tmp_path_factory.mktemp("compiled") / "model.cpu-fp32.pt2"
+    batch = torch.export.Dim("batch", min=1, max=4)
+    compile_package(model, (torch.randn(2, 3, 16, 16),), ({0: batch},), "cpu-fp32", path)
+    return path
+
+
+@pytest.fixture
+def tiny_compiled_model_dir(tiny_image_model_dir: tuple[Path, dict], tiny_compiled_package: Path):
+    """tiny_image_model_dir with the compiled package in the archive and its config."""
+    model_dir, config = tiny_image_model_dir
+    shutil.copy2(tiny_compiled_package, model_dir / tiny_compiled_package.name)
+    config["handler"].update(
+        compiled_models=[tiny_compiled_package.name], compiled_max_batch_size=4, precision="fp32"
+    )
+    return model_dir, config
 
 
 @pytest.fixture

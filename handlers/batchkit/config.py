@@ -26,6 +26,14 @@ class ModelConfig:
     warmup_batch_sizes: tuple[int, ...] = (1,)
     # Most inputs one request may carry (a list, KServe instances/inputs); more get 413.
     max_inputs_per_request: int = 64
+    # How the worker computes (batchkit.precision, batchkit.loader): auto picks from the
+    # hardware; compiled_models are the .pt2 packages that passed the build gates, exported
+    # for batches up to compiled_max_batch_size; failed_gates names candidates never served.
+    precision: str = "auto"
+    runtime: str = "auto"
+    compiled_models: tuple[str, ...] = ()
+    compiled_max_batch_size: int = 0
+    failed_gates: tuple[str, ...] = ()
 
 
 ConfigT = TypeVar("ConfigT", bound=ModelConfig)

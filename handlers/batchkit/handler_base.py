@@ -23,6 +23,7 @@ from batchkit.config import ConfigT, from_mapping
 from batchkit.errors import RequestError, error_for_exception
 from batchkit.flatten import flatten, regroup
 from batchkit.metrics import BatchReport, emit
+from batchkit.precision import PrecisionChoice, choose_precision, require_cuda
 from batchkit.protocols import InputSchema, ParsedRequest, compose_response, parse_request
 from batchkit.runtime import configure_threads, select_device
 
@@ -46,6 +47,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         self.labels: list[str] = []
         self.top_k = 0
         self.last_report: BatchReport | None = None
+        self.precision = PrecisionChoice("fp32", "not chosen yet")
 
     # ---- TorchServe entry points -------------------------------------------------
     def initialize(self, context: Any) -> None:
@@ -58,6 +60,8 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         self.max_batch_size = int(properties.get("batch_size") or model_yaml.get("batchSize") or 1)
         configure_threads(self.config.torch_threads)
         self.device = select_device(properties)
+        require_cuda(self.device)
+        self.precision = choose_precision(self.config.precision, self.device)
         self.labels = json.loads((self.model_dir / self.config.labels_file).read_text())
         self.top_k = min(self.config.top_k, len(self.labels))
         self.load()

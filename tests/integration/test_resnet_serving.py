@@ -14,6 +14,7 @@ from PIL import Image
 from sklearn.datasets import load_digits
 
 from tests.fakes import bomb_png
+from tsbatch.build import artifacts
 from tsbatch.build.manifest import Manifest, load_manifest
 from tsbatch.build.package import private_store
 from tsbatch.client.daemon import start as serve_start
@@ -108,6 +109,17 @@ def test_trained_digits_model_recognises_digits(default_server: TorchServe) -> N
         body = default_server.predict(MODEL, digit_png(index, size=48)).json()
         hits += body["predictions"][0]["label"] == str(digits.target[index])
     assert hits / len(sample) > 0.9
+
+
+def test_worker_serves_the_compiled_package_built_for_this_machine(default_server: TorchServe) -> None:
+    """The build compiles a gated .pt2 for what this machine serves; the worker loads it
+    (the digits and batching tests above then ran through it)."""
+    handler = artifacts.read_json(load_manifest().model(MODEL).artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    assert handler["compiled_models"], "the build compiled no .pt2 that passed its gates"
+    log = (default_server.run_dir / "logs" / "model_log.log").read_text(errors="replace")
+    assert re.search(r"serving aoti \w+ from model\.cpu-\w+\.pt2 \(loaded in [\d.]+s\)", log), (
+        default_server.log_tail()
+    )
 
 
 def test_token_auth_is_on(default_server: TorchServe) -> None:

@@ -6,7 +6,10 @@ the same batch settings from config.properties; only the handler differs:
 - ``ours``: ``handlers/intent_handler.py`` (one tokenizer call per batch, padding to the
   longest item, length-sorted passes when lengths differ widely);
 - ``usual``: ``tsbatch/bench/baseline_intent_handler.py`` (each request tokenized alone
-  and padded to 128 tokens).
+  and padded to 128 tokens);
+- ``fp32-ts``: our handler pinned to fp32 TorchScript, the precision/runtime baseline
+  (``ours`` serves what the archive chooses on this machine: a gated ``.pt2``, bf16 where
+  the CPU has it).
 
 Each is packaged as ``bert_intent.mar`` into its own temporary model store, then loaded by
 a private server on free loopback ports, for each worker x thread setting asked for. The
@@ -31,6 +34,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tsbatch.bench.variants import BASELINE, default_variant, variant_spec
 from tsbatch.build import artifacts
 from tsbatch.build.intent.data import read_csv_examples
 from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest
@@ -42,6 +46,7 @@ from tsbatch.paths import DEFAULT_MANIFEST, DEFAULT_PROPERTIES, REPO_ROOT, REPOR
 MODEL = "bert_intent"
 BASELINE_HANDLER = Path(__file__).with_name("baseline_intent_handler.py")
 REPORT_PATH = REPORTS_DIR / "bench_intent.json"
+BASELINE_ROW = "fp32-ts"  # our handler pinned to fp32 TorchScript
 
 
 @dataclass
@@ -154,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--duration", type=float, default=20.0, help="measured seconds per run")
     parser.add_argument("--warmup", type=float, default=5.0, help="unmeasured seconds first")
-    parser.add_argument("--handlers", default="ours,usual", help="which to run: ours,usual")
+    parser.add_argument("--handlers", default="ours,fp32-ts,usual", help="which to run: ours,fp32-ts,usual")
     parser.add_argument("--report", type=Path, default=REPORT_PATH)
     args = parser.parse_args(argv)
     manifest = load_manifest(args.manifest)
@@ -167,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         f"[bench] {len(texts)} test utterances, {statistics.mean(len(t.split()) for t in texts):.1f} words on average; "
         f"{args.clients} clients, {args.warmup:.0f}s warm-up + {args.duration:.0f}s measured per run"
     )
-    handlers = {"ours": spec.handler, "usual": BASELINE_HANDLER}
+    handlers = {"ours": spec.handler, BASELINE_ROW: spec.handler, "usual": BASELINE_HANDLER}
     chosen = [name.strip() for name in args.handlers.split(",") if name.strip()]
     results: list[RunResult] = []
     base_settings = archive_settings(args.properties, MODEL)
@@ -182,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
             }
             for name in chosen:
                 root = Path(temp) / f"{name}-{workers}x{threads}"
+                served = variant_spec(spec, Path(temp), BASELINE) if name == BASELINE_ROW else spec
                 properties, store = archive_for(
-                    spec, manifest, handlers[name], root, args.properties, workers, threads
+                    served, manifest, handlers[name], root, args.properties, workers, threads
                 )
                 print(
                     f"[bench] {name}: {workers} worker(s) x {threads} thread(s), batchSize {settings['batchSize']}, "
@@ -207,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 results.append(result)
     print_table(results)
+    print(f"ours serves {default_variant(spec.artifact_dir).label} on this machine")
     summary = summarize(results)
     for line in summary["lines"]:
         print(line)
@@ -241,4 +248,9 @@ def summarize(results: list[RunResult]) -> dict[str, Any]:
             ratio = round(result.throughput_rps / other.throughput_rps, 2)
             ratios[f"{workers}x{threads}"] = ratio
             lines.append(f"ours / usual at {workers}x{threads}: {ratio:.2f}x")
+        baseline = by_setting.get((BASELINE_ROW, workers, threads))
+        if name == "ours" and baseline and baseline.throughput_rps > 0:
+            ratio = round(result.throughput_rps / baseline.throughput_rps, 2)
+            ratios[f"vs_fp32_ts_{workers}x{threads}"] = ratio
+            lines.append(f"speedup vs fp32 TorchScript served at {workers}x{threads}: {ratio:.2f}x")
     return {"best": {k: asdict(v) for k, v in best.items()}, "ratios": ratios, "lines": lines}

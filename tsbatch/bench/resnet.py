@@ -1,9 +1,12 @@
 """Benchmark: the ResNet served by TorchServe under concurrent clients vs the same
-TorchScript model run in-process at the same batch size and thread count.
+model run in-process at the same batch size and thread count, one row per runtime x
+precision this machine can run (``tsbatch.bench.variants``), fp32 TorchScript first as
+the baseline, and the default configuration's speedup over it.
 
 The served figure includes everything a client pays for (HTTP, the frontend's batching
 queue, image decoding and preprocessing, the worker round trip); the in-process figure
-is the model alone. Their ratio is the serving overhead. Two shapes are measured:
+is decoding, preprocessing and the model in one loop. Their ratio is the serving
+overhead. Two shapes are measured:
 
 * ``archive``: the model that ``make archive`` built (here: digits, 32x32 input);
 * ``imagenet``: the production shape (resnet18, 224x224 after resize 256 / crop 224,
@@ -15,6 +18,7 @@ is the model alone. Their ratio is the serving overhead. Two shapes are measured
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import tempfile
 import time
@@ -25,8 +29,11 @@ from pathlib import Path
 import torch
 import torchvision
 
-from batchkit.config import ImageModelConfig
-from batchkit.runtime import load_torchscript
+from batchkit.config import ImageModelConfig, from_mapping
+from batchkit.images import decode_for_model
+from batchkit.loader import load_served_model
+from batchkit.precision import PrecisionChoice
+from tsbatch.bench.variants import Variant, default_variant, machine_variants, speedup_line, variant_spec
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest
 from tsbatch.build.package import private_store
@@ -56,39 +63,73 @@ def imagenet_spec(spec: ModelSpec, work: Path) -> ModelSpec:
     weights = work / "random-init-benchmark-only.pth"
     torch.manual_seed(0)
     torch.save(torchvision.models.resnet18().state_dict(), weights)
-    bench_spec = replace(spec, build_dir=work / "build")
+    # Random weights answer noise: record the gates but keep every candidate, for timing.
+    compile_section = {**(spec.settings.get("compile") or {}), "enforce_gates": False}
+    bench_spec = replace(
+        spec, build_dir=work / "build", settings={**spec.settings, "compile": compile_section}
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         export(bench_spec, weights, None)
     return bench_spec
 
 
-def in_process_throughput(
-    spec: ModelSpec, batch_size: int, threads: int, duration_s: float, optimize: bool
-) -> float:
-    """Images per second of the TorchScript model alone, batch after batch, loaded as a
-    worker loads it (``optimize``: frozen and optimized for inference) or as exported."""
-    config = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+def in_process(spec: ModelSpec, variant: Variant, batch_size: int, threads: int, duration_s: float) -> dict:
+    """The worker's path without TorchServe: the variant loaded as a worker loads it, then
+    batch after batch of real payloads decoded and preprocessed, then the model. Returns
+    images per second with and without preprocessing, its share, and the cold load time."""
+    values = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    config = from_mapping(
+        ImageModelConfig, {**values, "runtime": variant.runtime, "precision": variant.precision}
+    )
     torch.set_num_threads(threads)
-    model = load_torchscript(spec.artifact_dir / artifacts.MODEL_FILE, torch.device("cpu"), optimize=optimize)
-    batch = torch.randn(batch_size, 3, config["crop_size"], config["crop_size"])
+    check = (torch.randn(2, 3, config.crop_size, config.crop_size),)
+    choice = PrecisionChoice(variant.precision, "benchmark row")
+    model = load_served_model(
+        config, spec.artifact_dir, torch.device("cpu"), choice, batch_size, check, optimize=config.optimize
+    )
+    if (model.runtime, model.precision) != (variant.runtime, variant.precision):
+        raise RuntimeError(f"{variant.label} did not load here (got {model.runtime} {model.precision})")
+    payloads = payload_images(64, "imagenet" if config.crop_size > 64 else "archive")
+
+    decoding = ("resize_size", "crop_size", "mean", "std", "max_image_pixels", "max_body_bytes")
+    decode = functools.partial(decode_for_model, **{name: getattr(config, name) for name in decoding})
+
+    preprocess_s = model_s = 0.0
+    count = 0
     with torch.inference_mode():
         for _ in range(3):
+            model(torch.stack([decode(body) for body in payloads[:batch_size]]))
+        while preprocess_s + model_s < duration_s:
+            started = time.perf_counter()
+            batch = torch.stack([decode(payloads[(count + i) % len(payloads)]) for i in range(batch_size)])
+            decoded = time.perf_counter()
             model(batch)
-        count, started = 0, time.perf_counter()
-        while time.perf_counter() - started < duration_s:
-            model(batch)
+            preprocess_s += decoded - started
+            model_s += time.perf_counter() - decoded
             count += batch_size
-    return count / (time.perf_counter() - started)
+    return {
+        "in_process_ips": count / (preprocess_s + model_s),
+        "model_ips": count / model_s,
+        "preprocess_share": preprocess_s / (preprocess_s + model_s),
+        "load_s": model.load_seconds,
+    }
 
 
 def bench(
-    spec: ModelSpec, shape: str, settings: dict[str, int], args: argparse.Namespace, work: Path
+    spec: ModelSpec,
+    shape: str,
+    variant: Variant,
+    settings: dict[str, int],
+    args: argparse.Namespace,
+    work: Path,
 ) -> dict:
     manifest = load_manifest()
+    spec = variant_spec(spec, work / shape, variant)
     private = Manifest(models={MODEL: spec}, build_dir=spec.build_dir, model_store=manifest.model_store)
-    properties, store = private_store(work / f"store-{shape}", [MODEL], {MODEL: settings}, manifest=private)
-    server = start_instance(work / f"run-{shape}", store, [MODEL], source=properties)
+    name = f"{shape}-{variant.runtime}-{variant.precision}"
+    properties, store = private_store(work / f"store-{name}", [MODEL], {MODEL: settings}, manifest=private)
+    server = start_instance(work / f"run-{name}", store, [MODEL], source=properties)
     try:
         driver = LoadDriver(
             f"{server.url('inference')}/predictions/{MODEL}",
@@ -100,30 +141,32 @@ def bench(
     finally:
         server.stop()
     threads = settings["maxWorkers"] * settings["torchThreads"]
-    optimize = bool(
-        artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE).get(
-            "optimize", ImageModelConfig.optimize
-        )
-    )
-    seconds = min(args.duration, 10)
-    in_process = in_process_throughput(spec, settings["batchSize"], threads, seconds, optimize)
-    plain = (
-        in_process_throughput(spec, settings["batchSize"], threads, seconds, False)
-        if optimize
-        else in_process
-    )
+    local = in_process(spec, variant, settings["batchSize"], threads, min(args.duration, 10))
     served_rps = served.throughput_rps or 0.0
     return {
         "shape": shape,
+        "variant": variant,
         "served_rps": served_rps,
         "p50_ms": served.p50_ms if served.p50_ms is not None else float("nan"),
         "p99_ms": served.p99_ms if served.p99_ms is not None else float("nan"),
         "errors": served.failures,
         "completed": served.requests,
-        "in_process_ips": in_process,
-        "plain_ips": plain,
-        "ratio": served_rps / in_process if in_process else float("nan"),
+        **local,
+        "ratio": served_rps / local["in_process_ips"] if local["in_process_ips"] else float("nan"),
     }
+
+
+def print_rows(rows: list[dict]) -> None:
+    print(
+        f"{'shape':<10}{'runtime precision':<19}{'served req/s':>13}{'p50 ms':>8}{'p99 ms':>8}{'errors':>7}"
+        f"{'in-process img/s':>17}{'ratio':>7}{'model img/s':>12}{'preproc':>8}{'load s':>7}"
+    )
+    for row in rows:
+        print(
+            f"{row['shape']:<10}{row['variant'].label:<19}{row['served_rps']:>13.1f}{row['p50_ms']:>8.1f}"
+            f"{row['p99_ms']:>8.1f}{row['errors']:>7d}{row['in_process_ips']:>17.1f}{row['ratio']:>7.2f}"
+            f"{row['model_ips']:>12.1f}{row['preprocess_share']:>8.0%}{row['load_s']:>7.2f}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,31 +199,34 @@ def main(argv: list[str] | None = None) -> int:
         settings["minWorkers"] = settings["maxWorkers"] = args.workers
 
     spec = load_manifest().model(MODEL)
-    rows = []
+    rows: list[dict] = []
+    defaults: dict[str, Variant] = {}
     with tempfile.TemporaryDirectory(prefix="bench-resnet-") as tmp:
         work = Path(tmp)
         shapes = ["archive", "imagenet"] if args.shape == "both" else [args.shape]
         for shape in shapes:
             target = spec if shape == "archive" else imagenet_spec(spec, work)
-            print(f"[bench] {shape}: serving with {settings} under {args.clients} clients ...", flush=True)
-            rows.append(bench(target, shape, settings, args, work))
+            variants, skipped = machine_variants(target.artifact_dir)
+            defaults[shape] = default_variant(target.artifact_dir)
+            for reason in skipped:
+                print(f"[bench] {shape}: skipping {reason}")
+            for variant in variants:
+                print(
+                    f"[bench] {shape} {variant.label}: serving with {settings} under {args.clients} clients ..."
+                )
+                rows.append(bench(target, shape, variant, settings, args, work))
 
     print(
         f"\nResNet served vs in-process (batchSize={settings['batchSize']}, maxBatchDelay={settings['maxBatchDelay']} ms, "
         f"workers={settings['maxWorkers']}, torchThreads={settings['torchThreads']}, {args.clients} clients, "
         f"{args.duration:.0f}s measured)"
     )
+    print_rows(rows)
     print(
-        f"{'shape':<10}{'served req/s':>14}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}"
-        f"{'in-process img/s':>18}{'ratio':>8}{'plain TorchScript img/s':>25}"
+        "in-process: decode + preprocess + the model as a worker loads it; model: the model alone; "
+        "preproc: preprocessing's share of in-process time; load s: cold load of the model."
     )
-    for row in rows:
-        print(
-            f"{row['shape']:<10}{row['served_rps']:>14.1f}{row['p50_ms']:>9.1f}{row['p99_ms']:>9.1f}"
-            f"{row['errors']:>8d}{row['in_process_ips']:>18.1f}{row['ratio']:>8.2f}{row['plain_ips']:>25.1f}"
-        )
-    print(
-        "in-process: the module as workers run it (frozen + optimize_for_inference unless the archive "
-        "says optimize: false); plain: the exported TorchScript as saved."
-    )
+    for shape, default in defaults.items():
+        served = {row["variant"]: row["served_rps"] for row in rows if row["shape"] == shape}
+        print(f"{shape}: {speedup_line(served, default)}")
     return 1 if any(row["errors"] or not row["completed"] for row in rows) else 0

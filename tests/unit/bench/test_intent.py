@@ -30,3 +30,9 @@ def test_summary_compares_each_handler_at_its_best_error_free_setting() -> None:
     assert summary["best"]["usual"]["workers"] == 1  # the faster run had errors
     assert summary["ratios"]["best_vs_best"] == pytest.approx(8.0)
     assert summary["ratios"]["1x1"] == pytest.approx(5.0)
+
+
+def test_summary_gives_the_speedup_over_the_fp32_torchscript_row() -> None:
+    summary = summarize([result("ours", 2, 300.0), result("fp32-ts", 2, 200.0)])
+    assert summary["ratios"]["vs_fp32_ts_2x1"] == pytest.approx(1.5)
+    assert "speedup vs fp32 TorchScript served at 2x1: 1.50x" in summary["lines"]

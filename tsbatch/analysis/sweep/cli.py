@@ -36,7 +36,7 @@ from tsbatch.analysis.selection import power_of_two_batch_sizes
 from tsbatch.analysis.sweep.measure import Budget
 from tsbatch.analysis.sweep.report import default_budget, write_reports
 from tsbatch.analysis.sweep.run import PRECISIONS, run_sweep
-from tsbatch.analysis.sweep.targets import IMAGENET_TARGET, INTENT_BASE_TARGET, Target, resolve_target
+from tsbatch.analysis.sweep.targets import IMAGENET_TARGET, INTENT_BASE_TARGET, Target, resolve_targets
 from tsbatch.build.manifest import load_manifest
 from tsbatch.paths import DEFAULT_PROPERTIES, REPORTS_DIR
 
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     work_dir = Path(tempfile.mkdtemp(prefix="sweep-"))  # the base intent model's tokenizer, if needed
     for name in names:
         try:
-            targets.append(resolve_target(name, work_dir, args.build_dir))
+            targets.extend(resolve_targets(name, work_dir, args.build_dir, device.type))
         except (OSError, ImportError, RuntimeError, ValueError) as exc:
             if not args.skip_missing:
                 print(f"[sweep] FAILED: {exc}", file=sys.stderr)

@@ -64,7 +64,9 @@ def sweep_curve(
             del batches
             output = output.cpu()
             row.max_abs_diff, row.cosine_min, row.top1_agreement = drift(references.first(batch_size), output)
-            if fp32_references is not None and precision != "fp32":
+            if fp32_references is not None and (
+                precision != "fp32" or fp32_references.forward is not forward
+            ):
                 row.fp32_max_abs_diff, _, row.fp32_top1_agreement = drift(
                     fp32_references.first(batch_size), output
                 )
@@ -141,8 +143,13 @@ def run_sweep(
         module = target.module.to(device)
         served = optimized_or_plain(module) if target.optimize else module
         fp32_forward = module_forward(served, device, "fp32")
-        fp32_references = {s.name: References(s, fp32_forward, device) for s in target.scenarios}
-        for precision in run:
+        reference = (
+            fp32_forward
+            if target.reference is None
+            else module_forward(target.reference.to(device), device, "fp32")
+        )
+        fp32_references = {s.name: References(s, reference, device) for s in target.scenarios}
+        for precision in [p for p in run if target.precisions is None or p in target.precisions]:
             forward = fp32_forward if precision == "fp32" else module_forward(module, device, precision)
             for scenario in target.scenarios:
                 result.rows.extend(

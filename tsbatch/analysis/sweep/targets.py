@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from batchkit.config import ImageModelConfig
+from batchkit.loader import ServedModel, load_compiled
 from batchkit.runtime import load_torchscript
 from tsbatch.analysis.sweep.inputs import Scenario, image_scenario, text_scenarios
 from tsbatch.build import artifacts
@@ -29,8 +30,46 @@ class Target:
     module: torch.nn.Module
     scenarios: list[Scenario]
     # fp32 rows run the module frozen and optimized, as the workers run it; autocast rows
-    # (what-if precisions the handlers do not serve) run the plain module.
+    # run the plain module.
     optimize: bool = False
+    # A compiled .pt2 runs in the one precision it was built for, and its drift is measured
+    # against the fp32 TorchScript module (``reference``) at batch 1.
+    precisions: tuple[str, ...] | None = None
+    reference: torch.nn.Module | None = None
+
+
+class CompiledModule(torch.nn.Module):
+    """An AOTInductor package as a module, so a sweep runs it like the TorchScript ones."""
+
+    def __init__(self, served: ServedModel) -> None:
+        super().__init__()
+        self.served = served
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.served(*inputs)
+
+
+def compiled_targets(base: Target, artifact_dir: Path, device_type: str) -> list[Target]:
+    """One target per gated .pt2 for this device in the archive: the sweep's runtime dimension."""
+    handler = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    targets = []
+    for file_name in handler.get("compiled_models", []):
+        built_for, precision = file_name.removeprefix("model.").removesuffix(".pt2").split("-")
+        if built_for != device_type:
+            continue
+        served = load_compiled(artifact_dir / file_name, torch.device(device_type), precision)
+        targets.append(
+            Target(
+                name=f"{base.name}-aoti",
+                sla_model=base.sla_model,
+                description=f"{file_name} (AOTInductor, {precision}, loaded in {served.load_seconds:.2f}s)",
+                module=CompiledModule(served),
+                scenarios=base.scenarios,
+                precisions=(precision,),
+                reference=base.module,
+            )
+        )
+    return targets
 
 
 def archive_image_target(name: str, artifact_dir: Path) -> Target:
@@ -132,3 +171,14 @@ def resolve_target(name: str, work_dir: Path, build_dir: Path | None = None) -> 
     if spec.kind == "image":
         return archive_image_target(name, spec.artifact_dir)
     return archive_text_target(name, spec.artifact_dir)
+
+
+def resolve_targets(
+    name: str, work_dir: Path, build_dir: Path | None = None, device_type: str = "cpu"
+) -> list[Target]:
+    """:func:`resolve_target` and, for a built archive, its compiled packages."""
+    base = resolve_target(name, work_dir, build_dir)
+    if name in (IMAGENET_TARGET, INTENT_BASE_TARGET):
+        return [base]
+    artifact_dir = load_manifest(build_dir=build_dir).model(name).artifact_dir
+    return [base, *compiled_targets(base, artifact_dir, device_type)]

@@ -25,8 +25,10 @@ import torch
 from batchkit.config import TextModelConfig, to_mapping
 from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.build import artifacts
+from tsbatch.build.compiled import GateOutcome
 from tsbatch.build.intent.cli import run_command
 from tsbatch.build.intent.data import OOS_LABEL, TrainingError
+from tsbatch.build.intent.gating import compile_and_gate
 from tsbatch.build.intent.model import TOKENIZER_DIR, IntentClassifier
 from tsbatch.build.intent.report import train_from_settings
 from tsbatch.build.manifest import ModelSpec
@@ -132,7 +134,11 @@ def verification_texts(examples: Sequence[tuple[str, str]], count: int = 12) -> 
 
 
 def handler_config(
-    spec: ModelSpec, settings: dict[str, Any], threshold: float, base_model: str
+    spec: ModelSpec,
+    settings: dict[str, Any],
+    threshold: float,
+    base_model: str,
+    gates: GateOutcome | None = None,
 ) -> dict[str, Any]:
     """Every TextModelConfig field except torch_threads, which packaging adds."""
     config = TextModelConfig(
@@ -149,8 +155,10 @@ def handler_config(
         pass_overhead_tokens=int(settings.get("pass_overhead_tokens", 0)),
         max_body_bytes=int(settings.get("max_body_bytes", 64 * 1024)),
         warmup_batch_sizes=tuple(int(size) for size in settings.get("warmup_batch_sizes", [1])),
+        precision=str(settings.get("precision", "auto")),
+        runtime=str(settings.get("runtime", "auto")),
     )
-    values = to_mapping(config)
+    values = {**to_mapping(config), **(gates.handler_fields() if gates else {})}
     values.pop("torch_threads")
     return values
 
@@ -199,10 +207,21 @@ def export(spec: ModelSpec, settings: dict[str, Any] | None = None, out: Path | 
     except Exception:
         model_path.unlink(missing_ok=True)
         raise
+    oos_label = str(settings.get("oos_label", OOS_LABEL))
+    gates = compile_and_gate(
+        spec,
+        trained.model,
+        served,
+        trained.tokenizer_dir,
+        trained.labels,
+        data.test,
+        report["oos_threshold"],
+        oos_label,
+    )
     artifacts.write_json(out / artifacts.LABELS_FILE, trained.labels)
     artifacts.write_json(
         out / artifacts.HANDLER_CONFIG_FILE,
-        handler_config(spec, settings, report["oos_threshold"], base_model),
+        handler_config(spec, settings, report["oos_threshold"], base_model, gates),
     )
     import transformers
 
@@ -221,6 +240,7 @@ def export(spec: ModelSpec, settings: dict[str, Any] | None = None, out: Path | 
             "training_seconds": report["training_seconds"],
             "export_seconds": round(time.perf_counter() - started, 1),
             "verification": verification,
+            **gates.build_info(),
             "torch": torch.__version__,
             "transformers": transformers.__version__,
         },

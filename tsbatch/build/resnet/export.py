@@ -10,6 +10,7 @@ The build fails (non-zero exit) when verification or the accuracy gate fails.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import warnings
 from pathlib import Path
@@ -19,6 +20,8 @@ import torchvision
 
 from batchkit.runtime import optimize_for_serving
 from tsbatch.build import artifacts
+from tsbatch.build.compiled import GateOutcome, build_and_gate, compile_settings
+from tsbatch.build.gates import Batch, Scorer, top1_accuracy
 from tsbatch.build.manifest import ModelSpec, load_manifest
 from tsbatch.build.resnet.digits import train_on_digits
 from tsbatch.build.resnet.weights import (
@@ -85,6 +88,34 @@ def verify(
     return report
 
 
+def gate_data(resolved: ResolvedWeights, batch_size: int) -> tuple[list[Batch], Scorer | None]:
+    """The held-out images in full batches and their accuracy scorer; without labelled data,
+    seeded random images (agreement and batch independence only, no accuracy)."""
+    if resolved.held_out is None:
+        print("[export] no held-out data for these weights: gates check agreement with fp32 only")
+        seeded = torch.Generator().manual_seed(4321)
+        images = torch.randn(8 * batch_size, 3, resolved.crop_size, resolved.crop_size, generator=seeded)
+        return [(chunk,) for chunk in images.split(batch_size)], None
+    images, targets = resolved.held_out
+    return [(chunk,) for chunk in images.split(batch_size)], top1_accuracy(targets)
+
+
+def compile_and_gate(
+    resolved: ResolvedWeights, scripted: torch.jit.ScriptModule, spec: ModelSpec
+) -> GateOutcome:
+    """.pt2 packages for what the build host serves, gated with the TorchScript candidates."""
+    settings = compile_settings(spec.settings)
+    eager = resolved.model
+    if eager is None:
+        print("[export] a TorchScript artifact cannot be exported to .pt2: serving TorchScript only")
+        settings = dataclasses.replace(settings, targets=())
+    else:
+        eager = eager.to(memory_format=torch.channels_last)
+    batches, score = gate_data(resolved, min(8, settings.max_batch_size))
+    batch = torch.export.Dim("batch", min=1, max=settings.max_batch_size)
+    return build_and_gate(eager, scripted, spec.artifact_dir, settings, batches, score, ({0: batch},))
+
+
 def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path | None = None) -> Path:
     """Build ``build/<model>/``: TorchScript, labels, handler config and build info."""
     settings = spec.settings
@@ -104,6 +135,7 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
     )
     out = spec.artifact_dir
     out.mkdir(parents=True, exist_ok=True)
+    gates = compile_and_gate(resolved, scripted, spec)
     scripted.save(str(out / artifacts.MODEL_FILE))
     artifacts.write_json(out / artifacts.LABELS_FILE, resolved.labels)
     handler_config = {
@@ -122,6 +154,9 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
         "warmup_batch_sizes": list(settings.get("warmup_batch_sizes", [1])),
         "optimize": optimize,
         "optimize_atol": atol,
+        "precision": str(settings.get("precision", "auto")),
+        "runtime": str(settings.get("runtime", "auto")),
+        **gates.handler_fields(),
     }
     artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, handler_config)
     artifacts.write_json(
@@ -132,6 +167,7 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
             "weights_details": resolved.details,
             "num_classes": len(resolved.labels),
             "verification": report,
+            **gates.build_info(),
             "torch": torch.__version__,
             "torchvision": torchvision.__version__,
         },

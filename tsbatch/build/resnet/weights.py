@@ -41,6 +41,8 @@ class ResolvedWeights:
     std: tuple[float, ...]
     source: str
     details: dict[str, Any]
+    # Held-out (images, targets) the precision gates score on; None: no labelled data here.
+    held_out: tuple[torch.Tensor, torch.Tensor] | None = None
 
 
 def build_architecture(architecture: str, num_classes: int) -> torch.nn.Module:

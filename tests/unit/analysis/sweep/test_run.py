@@ -74,3 +74,21 @@ def test_out_of_memory_ends_the_curve_and_is_reported() -> None:
     assert any("OOM" in line for line in lines)
     summary = summarize(rows, budget_ms=100.0)
     assert summary.batch_sizes == [1, 2] and summary.stopped.startswith("OOM at batch 4")
+
+
+def test_a_runtime_target_runs_its_own_precision_with_drift_against_the_reference(
+    tiny_target: Target,
+) -> None:
+    # A stand-in for a compiled package: another module of the same model, fixed to fp32.
+    compiled = Target(
+        name="tiny-aoti",
+        sla_model="tiny",
+        description="stand-in",
+        module=torch.jit.freeze(tiny_target.module.eval()),
+        scenarios=tiny_target.scenarios,
+        precisions=("fp32",),
+        reference=tiny_target.module,
+    )
+    result = run_sweep([compiled], [1, 4], CPU, ["fp32", "bf16"], FAST, cpu_bf16=True, log=lambda _: None)
+    assert {r.precision for r in result.rows} == {"fp32"}
+    assert all(r.fp32_max_abs_diff is not None and r.fp32_max_abs_diff < 1e-4 for r in result.rows)

@@ -1,0 +1,150 @@
+"""The model a worker serves: the compiled ``.pt2`` when it loads and agrees, else TorchScript.
+
+The archive always carries the fp32 TorchScript model (``model.pt``) and may carry
+AOTInductor packages compiled at build time for one device and precision
+(``model.<device>-<precision>.pt2``), listed in the handler config only when they passed
+the build's accuracy gates. A package compiled for another instruction set, a machine
+without a compiler toolchain, or a batch size above the one it was exported for does not
+load or is not used here; the worker then serves TorchScript and says why.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from batchkit.config import ModelConfig
+from batchkit.precision import DTYPES, PrecisionChoice
+from batchkit.runtime import load_torchscript
+
+logger = logging.getLogger(__name__)
+
+RUNTIMES = ("auto", "aoti", "torchscript")
+# Largest probability difference a load-time check accepts, per precision.
+CHECK_TOLERANCE = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2}
+
+
+def compiled_file_name(device_type: str, precision: str) -> str:
+    """The one name of a compiled package in an archive."""
+    return f"model.{device_type}-{precision}.pt2"
+
+
+@dataclass
+class ServedModel:
+    """A loaded model and what it is: call it with fp32 / integer tensors, get fp32 logits."""
+
+    forward: Callable[..., torch.Tensor]
+    runtime: str
+    precision: str
+    source: str
+    load_seconds: float
+
+    def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
+        dtype = DTYPES[self.precision]
+        if self.runtime == "aoti":
+            cast = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
+            return self.forward(*cast).float()
+        if self.precision == "fp32":
+            return self.forward(*inputs).float()
+        device_type = inputs[0].device.type
+        with torch.autocast(device_type, dtype=dtype):
+            return self.forward(*inputs).float()
+
+    def describe(self) -> str:
+        return f"{self.runtime} {self.precision} from {self.source} (loaded in {self.load_seconds:.2f}s)"
+
+
+def agreement_problem(reference: torch.Tensor, candidate: torch.Tensor, precision: str) -> str | None:
+    """Why ``candidate`` logits disagree with the fp32 ``reference``, or None when they agree."""
+    expected = torch.softmax(reference.float(), dim=-1)
+    actual = torch.softmax(candidate.float(), dim=-1)
+    difference = float((expected - actual).abs().max())
+    if not difference <= CHECK_TOLERANCE[precision]:
+        return f"probabilities differ by {difference:.2e} (tolerance {CHECK_TOLERANCE[precision]:g})"
+    if precision != "fp32" and not torch.equal(expected.argmax(-1), actual.argmax(-1)):
+        return "top-1 differs from fp32"
+    return None
+
+
+def load_compiled(path: Path, device: torch.device, precision: str) -> ServedModel:
+    """Load an AOTInductor package (raises when it cannot load here)."""
+    started = time.perf_counter()
+    device_index = device.index if device.type == "cuda" and device.index is not None else -1
+    package = torch._inductor.aoti_load_package(str(path), device_index=device_index)
+    return ServedModel(package, "aoti", precision, path.name, time.perf_counter() - started)
+
+
+def compiled_problem(
+    config: ModelConfig, model_dir: Path, device: torch.device, precision: str, max_batch_size: int
+) -> str | None:
+    """Why this worker cannot use a compiled package, or None when it should try one."""
+    name = compiled_file_name(device.type, precision)
+    if config.runtime == "torchscript":
+        return "runtime set to torchscript"
+    if name not in config.compiled_models:
+        return f"the archive has no {name} that passed the build gates"
+    if not (model_dir / name).is_file():
+        return f"{name} is listed but missing from the archive"
+    if max_batch_size > config.compiled_max_batch_size:
+        return f"batch size {max_batch_size} exceeds the {config.compiled_max_batch_size} {name} was exported for"
+    return None
+
+
+def load_served_model(
+    config: ModelConfig,
+    model_dir: Path,
+    device: torch.device,
+    choice: PrecisionChoice,
+    max_batch_size: int,
+    check_inputs: Sequence[torch.Tensor],
+    optimize: bool = False,
+) -> ServedModel:
+    """The fastest artifact that loads and agrees with fp32 TorchScript on ``check_inputs``."""
+    started = time.perf_counter()
+    reference = load_torchscript(
+        model_dir / config.model_file,
+        device,
+        optimize=optimize and choice.precision == "fp32",
+        check_input=check_inputs[0] if len(check_inputs) == 1 else None,
+        atol=CHECK_TOLERANCE["fp32"],
+    )
+    torchscript = ServedModel(
+        reference, "torchscript", choice.precision, config.model_file, time.perf_counter() - started
+    )
+    inputs = [x.to(device) for x in check_inputs]
+    with torch.inference_mode():
+        expected = reference(*inputs)
+    problem = compiled_problem(config, model_dir, device, choice.precision, max_batch_size)
+    if problem is None:
+        path = model_dir / compiled_file_name(device.type, choice.precision)
+        try:
+            compiled = load_compiled(path, device, choice.precision)
+            with torch.inference_mode():
+                problem = agreement_problem(expected, compiled(*inputs), choice.precision)
+        except Exception as exc:  # another ISA, no compiler, no CUDA: TorchScript still serves
+            problem = f"{path.name} did not load: {type(exc).__name__}: {exc}"
+        if problem is None:
+            logger.info("serving %s", compiled.describe())
+            return compiled
+    log = logger.warning if config.runtime == "aoti" or config.compiled_models else logger.info
+    log("serving TorchScript: %s", problem)
+    if choice.precision != "fp32":
+        candidate = f"torchscript-{choice.precision}"
+        if candidate in config.failed_gates:
+            problem = f"{candidate} failed the build gates"
+        else:
+            try:
+                with torch.inference_mode():
+                    problem = agreement_problem(expected, torchscript(*inputs), choice.precision)
+            except Exception as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+        if problem is not None:
+            logger.warning("TorchScript at %s not served (%s): serving fp32", choice.precision, problem)
+            torchscript.precision = "fp32"
+    logger.info("serving %s", torchscript.describe())
+    return torchscript

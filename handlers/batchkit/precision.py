@@ -1,0 +1,127 @@
+"""Which number format a worker computes in, chosen once at load from what the machine has.
+
+bf16 pays off only where the hardware computes it natively (AMX or AVX-512 BF16 on CPUs,
+tensor cores on GPUs); elsewhere PyTorch emulates it and it is slower than fp32. So
+``auto`` asks the hardware, an explicit setting (the archive's ``precision`` or the
+``TSBATCH_PRECISION`` environment variable, which wins) overrides it, and the choice is
+logged with its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+PRECISION_ENV = "TSBATCH_PRECISION"
+REQUIRE_CUDA_ENV = "TSBATCH_REQUIRE_CUDA"
+NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+
+
+class CudaRequiredError(RuntimeError):
+    """The worker was told to run on a GPU and none is usable: it must not become READY."""
+
+
+@dataclass(frozen=True)
+class PrecisionChoice:
+    precision: str
+    reason: str
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return DTYPES[self.precision]
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
+    """The CPU feature flags the kernel reports (empty where there is no /proc/cpuinfo)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def native_cpu_bf16(flags: set[str] | None = None) -> bool:
+    """True when the CPU computes bf16 in hardware (AMX or AVX-512 BF16)."""
+    flags = cpu_flags() if flags is None else flags
+    if any(flag in flags for flag in NATIVE_BF16_FLAGS):
+        return True
+    return "AMX" in torch.backends.cpu.get_cpu_capability()
+
+
+def cuda_problem(device_index: int = 0) -> str | None:
+    """Why CUDA cannot be used here, or None when a tiny op on the GPU works."""
+    if not torch.cuda.is_available():
+        return "torch.cuda.is_available() is False (no GPU visible, or no driver)"
+    try:
+        value = (torch.ones(2, device=f"cuda:{device_index}") * 2).sum().item()
+    except Exception as exc:  # driver too old, device busy or broken: all mean no GPU
+        return f"a test op on cuda:{device_index} failed: {type(exc).__name__}: {exc}"
+    if value != 4.0:
+        return f"a test op on cuda:{device_index} returned {value} instead of 4.0"
+    return None
+
+
+def require_cuda(device: torch.device) -> None:
+    """Fail the worker's start when ``TSBATCH_REQUIRE_CUDA=1`` and it would run on the CPU."""
+    if os.environ.get(REQUIRE_CUDA_ENV) != "1":
+        return
+    if device.type != "cuda":
+        reason = cuda_problem() or "TorchServe assigned this worker no GPU (number_of_gpu is 0)"
+    else:
+        reason = cuda_problem(device.index or 0)
+    if reason is not None:
+        message = f"{REQUIRE_CUDA_ENV}=1 but no usable CUDA: {reason}; refusing to serve on the CPU"
+        logger.error(message)
+        raise CudaRequiredError(message)
+
+
+def choose_precision(
+    configured: str, device: torch.device, native_bf16: bool | None = None
+) -> PrecisionChoice:
+    """The precision this worker computes in, and why (the environment beats the archive)."""
+    requested = os.environ.get(PRECISION_ENV) or configured
+    if requested not in (*PRECISIONS, "auto"):
+        raise ValueError(f"precision must be auto or one of {PRECISIONS}, got {requested!r}")
+    if device.type == "cuda":
+        choice = _cuda_choice(requested, device)
+    else:
+        native = native_cpu_bf16() if native_bf16 is None else native_bf16
+        choice = _cpu_choice(requested, native)
+    logger.info("precision %s: %s", choice.precision, choice.reason)
+    return choice
+
+
+def _cuda_choice(requested: str, device: torch.device) -> PrecisionChoice:
+    bf16 = torch.cuda.is_bf16_supported()
+    if requested == "auto":
+        if bf16:
+            return PrecisionChoice("bf16", f"auto: {device} computes bf16 natively")
+        return PrecisionChoice("fp16", f"auto: {device} has no bf16, fp16 on its tensor cores")
+    if requested == "bf16" and not bf16:
+        logger.warning("bf16 asked for, but %s has no bf16: serving fp16", device)
+        return PrecisionChoice("fp16", f"bf16 set, unsupported on {device}")
+    return PrecisionChoice(requested, "set explicitly")
+
+
+def _cpu_choice(requested: str, native_bf16: bool) -> PrecisionChoice:
+    if requested == "auto":
+        if native_bf16:
+            return PrecisionChoice("bf16", "auto: the CPU has native bf16 (AMX / AVX-512 BF16)")
+        return PrecisionChoice("fp32", "auto: no native bf16 on this CPU (bf16 would be emulated, slower)")
+    if requested != "fp32" and not (requested == "bf16" and native_bf16):
+        logger.warning(
+            "%s set explicitly on a CPU without native support: it runs emulated, slowly", requested
+        )
+        return PrecisionChoice(requested, "set explicitly; emulated on this CPU")
+    return PrecisionChoice(requested, "set explicitly")

@@ -1,0 +1,88 @@
+"""The runtime x precision rows a benchmark measures on this machine, and the archive
+variants that serve each one (the exported files, with runtime and precision pinned).
+
+bf16 rows run only where the CPU computes bf16 natively: elsewhere PyTorch emulates it and
+the figure would say nothing about the target hardware, so the row is skipped with that
+reason. AOTInductor rows need the ``.pt2`` the build compiled for this machine.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+
+from batchkit.loader import compiled_file_name
+from batchkit.precision import choose_precision, native_cpu_bf16
+from tsbatch.build import artifacts
+from tsbatch.build.manifest import ModelSpec
+
+BASELINE_LABEL = "torchscript fp32"
+
+
+@dataclass(frozen=True)
+class Variant:
+    runtime: str
+    precision: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.runtime} {self.precision}"
+
+
+BASELINE = Variant("torchscript", "fp32")
+
+
+def machine_variants(artifact_dir: Path) -> tuple[list[Variant], list[str]]:
+    """The variants this machine can run (baseline first), and why the others are skipped."""
+    config = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    compiled = config.get("compiled_models", [])
+    native_bf16 = native_cpu_bf16()
+    runnable, skipped = [], []
+    for precision in ("fp32", "bf16"):
+        for runtime in ("torchscript", "aoti"):
+            variant = Variant(runtime, precision)
+            if precision == "bf16" and not native_bf16:
+                skipped.append(
+                    f"{variant.label}: no native bf16 on this CPU (no amx_bf16/avx512_bf16): emulated"
+                )
+            elif runtime == "aoti" and compiled_file_name("cpu", precision) not in compiled:
+                skipped.append(
+                    f"{variant.label}: the archive has no gated {compiled_file_name('cpu', precision)}"
+                )
+            elif f"{runtime}-{precision}" in config.get("failed_gates", []):
+                skipped.append(f"{variant.label}: failed the build gates")
+            else:
+                runnable.append(variant)
+    return runnable, skipped
+
+
+def default_variant(artifact_dir: Path) -> Variant:
+    """What a worker of this archive serves on this machine when nothing is overridden."""
+    config = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    precision = choose_precision(config.get("precision", "auto"), torch.device("cpu")).precision
+    compiled = compiled_file_name("cpu", precision) in config.get("compiled_models", [])
+    runtime = "aoti" if compiled and config.get("runtime", "auto") != "torchscript" else "torchscript"
+    return Variant(runtime, precision)
+
+
+def variant_spec(spec: ModelSpec, work: Path, variant: Variant) -> ModelSpec:
+    """A copy of the model's build directory whose handler config pins ``variant``."""
+    build_dir = work / f"build-{variant.runtime}-{variant.precision}"
+    target = build_dir / spec.name
+    if not target.exists():
+        shutil.copytree(spec.artifact_dir, target)
+    path = target / artifacts.HANDLER_CONFIG_FILE
+    config = artifacts.read_json(path)
+    config.update(runtime=variant.runtime, precision=variant.precision)
+    artifacts.write_json(path, config)
+    return replace(spec, build_dir=build_dir)
+
+
+def speedup_line(served: dict[Variant, float], default: Variant) -> str:
+    """The closing line: the default configuration's served throughput over the baseline's."""
+    if default not in served or not served.get(BASELINE):
+        return f"speedup vs fp32 TorchScript served: n/a ({default.label} was not measured here)"
+    return f"speedup vs fp32 TorchScript served: {served[default] / served[BASELINE]:.2f}x ({default.label})"
