@@ -104,16 +104,7 @@ def test_cpu_profile_passes_with_mixed_traffic(server: TorchServe, tmp_path: Pat
         spawn_rate=2,
         run_time="12s",
     )
-    assert result.returncode == 0, gate_section(result.stdout + result.stderr)
     verdict = json.loads(report.read_text())
-    assert verdict["passed"] is True
-    measured = {m["model"]: m["measured"] for m in verdict["models"]}
-    assert set(measured) == {"resnet18", "bert_intent"}
-    for model, figures in measured.items():
-        assert figures["requests"] >= 20, model  # both models really got traffic in the window
-        assert figures["failures"] == 0, model  # every body matched its schema
-    assert "SLA gate: PASS" in result.stdout
-    assert 6.0 < verdict["window_s"] < 12 - 3  # run time minus warm-up minus the ramp-up
     # TorchServe's side over the same window, scraped from /metrics and the management API
     assert verdict["server_view"]["available"] is True, verdict["server_view"]
     for entry in verdict["models"]:
@@ -123,10 +114,22 @@ def test_cpu_profile_passes_with_mixed_traffic(server: TorchServe, tmp_path: Pat
         assert 0 < server_figures["fill_ratio"] <= 1
         assert server_figures["queue_ms"] > 0 and server_figures["inference_ms"] > 0
         assert server_figures["worker_restarts"] == 0
+        judged = {check["figure"]: check["passed"] for check in entry["checks"]}
+        assert judged["max_worker_restarts"] is True  # the cpu profile's server target
     padding = {entry["model"]: entry["server"]["padding_efficiency"] for entry in verdict["models"]}
     assert padding["resnet18"] is None and 0 < padding["bert_intent"] <= 1  # text pads, images do not
     page = html.read_text()
     assert page.count("<svg") == 6 and "bert_intent: mean batch size" in page  # 3 charts a model
+    # the client's figures against the cpu profile (the machine's load decides these)
+    assert result.returncode == 0, gate_section(result.stdout + result.stderr)
+    assert verdict["passed"] is True
+    measured = {m["model"]: m["measured"] for m in verdict["models"]}
+    assert set(measured) == {"resnet18", "bert_intent"}
+    for model, figures in measured.items():
+        assert figures["requests"] >= 20, model  # both models really got traffic in the window
+        assert figures["failures"] == 0, model  # every body matched its schema
+    assert "SLA gate: PASS" in result.stdout
+    assert 6.0 < verdict["window_s"] < 12 - 3  # run time minus warm-up minus the ramp-up
     assert "Server view (TorchServe over the measured window):" in result.stdout
 
 
@@ -155,7 +158,7 @@ def test_metrics_endpoint_down_still_gates_and_says_the_server_view_is_missing(
         assert entry["server"] is None and entry["unjudged"] == ["min_mean_batch_size"]
         assert entry["measured"]["requests"] > 0
     assert f"Server view unavailable: {reason}" in html.read_text()
-    assert "not judged (no server figures): min_mean_batch_size" in gate_section(result.stdout)
+    assert "not judged: resnet18: min_mean_batch_size (no server figures)" in gate_section(result.stdout)
 
 
 def test_impossible_latency_target_fails_and_names_figure_and_model(

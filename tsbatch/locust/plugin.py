@@ -1,8 +1,9 @@
-"""Locust wiring for the SLA gate: event listeners that record exact samples and decide the exit code.
+"""Locust wiring for the SLA gate: event listeners that record exact samples, scrape the server
+beside them and decide the exit code.
 
 Imported by ``loadtest/locustfile.py``; everything that can be plain Python lives in
 :mod:`tsbatch.locust.options`, :mod:`tsbatch.locust.state`, :mod:`tsbatch.locust.recorder`,
-:mod:`tsbatch.locust.shapes` and :mod:`tsbatch.sla.gate` instead.
+:mod:`tsbatch.locust.shapes`, :mod:`tsbatch.locust.server_view` and :mod:`tsbatch.sla.gate` instead.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ class ServerScraper:
         self.greenlet = gevent.spawn(self.run, view)
 
     def stop(self) -> None:
+        """Wait for the greenlet to die, so no scrape of it overlaps the one that may follow."""
         if self.greenlet is not None:
-            self.greenlet.kill(block=False)
+            self.greenlet.kill(block=True, timeout=5)
             self.greenlet = None
 
     def run(self, view: ServerView) -> None:

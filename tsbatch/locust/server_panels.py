@@ -17,6 +17,13 @@ from tsbatch.sla.server import STAGES, ServerFigures, timeline
 
 PERCENTILE_COLOURS = {"p50": "#2f6fdf", "p95": "#bf8700", "p99": "#cf222e"}
 BATCH_COLOUR, QUEUE_COLOUR, HANDLER_COLOUR = "#1a7f37", "#8250df", "#2f6fdf"
+CONSOLE_FIGURES = (
+    "server view",
+    "mean batch size",
+    "queue time (a request)",
+    "handler time (a batch)",
+    "worker restarts",
+)
 
 
 def _ms(value: float | None) -> str:
@@ -75,19 +82,12 @@ def server_rows(view: ServerView | None, window: Window) -> list[dict[str, str]]
 
 
 def console_lines(view: ServerView | None, window: Window) -> list[str]:
-    """The server section for a CI log: one line per model, before the SLA table."""
+    """The server figures a CI log needs to read the verdict, before the SLA table."""
     lines = ["Server view (TorchServe over the measured window):"]
     for entry in server_rows(view, window):
-        if entry["figure"] in (
-            "server view",
-            "server: mean batch size",
-            "server: queue time (a request)",
-            "server: handler time (a batch)",
-            "server: worker restarts",
-        ):
-            lines.append(
-                f"  {entry['model']}: {entry['figure'].removeprefix('server: ')} = {entry['measured']}"
-            )
+        name = entry["figure"].removeprefix("server: ")
+        if name in CONSOLE_FIGURES:
+            lines.append(f"  {entry['model']}: {name} = {entry['measured']}")
     return lines
 
 

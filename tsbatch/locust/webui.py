@@ -85,6 +85,15 @@ def add_sla_views(environment: Any, state: LoadTestState) -> None:
         rows, _ = live_rows(state)
         if state.server_view is not None:  # the tab has no room for the /sla page's server section
             rows += server_rows(state.server_view, state.recorder.window())
+            rows.append(
+                {
+                    "model": "all models",
+                    "figure": "server charts",
+                    "target": "",
+                    "measured": "/sla",
+                    "result": "",
+                }
+            )
         document["extended_stats"] = [{"key": TAB_KEY, "data": rows}]
         response.set_data(json.dumps(document))
         return response

@@ -259,12 +259,13 @@ def breach_summary(verdicts: Sequence[Verdict]) -> list[str]:
 
 
 def diagnosis_lines(verdicts: Sequence[Verdict]) -> list[str]:
-    """``model: cause`` for every latency breach, and the server targets that could not be judged."""
-    lines = [f"{v.model}: {cause}" for v in verdicts for cause in v.diagnosis]
-    lines.extend(
-        f"{v.model}: not judged (no server figures): {', '.join(v.unjudged)}" for v in verdicts if v.unjudged
-    )
-    return lines
+    """``model: cause`` for every latency breach."""
+    return [f"{v.model}: {cause}" for v in verdicts for cause in v.diagnosis]
+
+
+def unjudged_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """The server targets each model left out because their figures could not be read."""
+    return [f"{v.model}: {', '.join(v.unjudged)} (no server figures)" for v in verdicts if v.unjudged]
 
 
 def format_table(verdicts: Sequence[Verdict], window: Window) -> str:
@@ -292,6 +293,7 @@ def format_table(verdicts: Sequence[Verdict], window: Window) -> str:
     else:
         out.append("SLA gate: PASS (every model met every target)")
     out.extend(f"  why: {text}" for text in diagnosis_lines(verdicts))
+    out.extend(f"  not judged: {text}" for text in unjudged_lines(verdicts))
     return "\n".join(out)
 
 

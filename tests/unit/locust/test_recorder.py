@@ -64,3 +64,12 @@ def test_reset_stats_restarts_the_window_now_without_warmup() -> None:
     recorder.reset_samples()
     assert recorder.samples == []
     assert recorder.window(now=130.0) == gate.Window(120.0, 130.0)
+
+
+def test_the_window_opening_is_known_ahead_inside_the_warmup() -> None:
+    """The server scraper times its scrape to the opening, which may still lie ahead."""
+    recorder = SampleRecorder(warmup_s=5.0, clock=lambda: 101.0)
+    assert recorder.window_opens() is None
+    recorder.ramp_up_done(when=100.0)
+    assert recorder.window_opens() == 105.0
+    assert recorder.window().start == 101.0  # the window itself is empty until then
