@@ -67,23 +67,23 @@ def parse_request(request: Any, schema: InputSchema, max_inputs: int) -> ParsedR
         if not request:
             raise schema.error(FORM_ENCODED_MESSAGE)
         if len(request) > 1:  # several multipart fields (or gRPC map entries)
-            return _counted(ParsedRequest(Protocol.LIST, list(request.values())), max_inputs)
+            return _counted(ParsedRequest(Protocol.LIST, list(request.values())), max_inputs, schema)
         body = next(iter(request.values()))
     else:
         body = request
     if isinstance(body, list):  # a JSON list (sent as application/json)
-        return _counted(ParsedRequest(Protocol.LIST, _elements(body, schema)), max_inputs)
+        return _counted(ParsedRequest(Protocol.LIST, _elements(body, schema)), max_inputs, schema)
     document = parse_json_object(body, schema.error)
     if document is None:
         return ParsedRequest(Protocol.SINGLE, [body])
     if "instances" in document:
         instances = _only_key(document, "instances", schema)
-        return _counted(ParsedRequest(Protocol.KSERVE_V1, _elements(instances, schema)), max_inputs)
+        return _counted(ParsedRequest(Protocol.KSERVE_V1, _elements(instances, schema)), max_inputs, schema)
     if "inputs" in document:
-        return _counted(_kserve_v2(document, schema), max_inputs)
+        return _counted(_kserve_v2(document, schema), max_inputs, schema)
     if schema.list_key in document:
         items = _only_key(document, schema.list_key, schema)
-        return _counted(ParsedRequest(Protocol.LIST, _elements(items, schema)), max_inputs)
+        return _counted(ParsedRequest(Protocol.LIST, _elements(items, schema)), max_inputs, schema)
     return ParsedRequest(Protocol.SINGLE, [document])
 
 
@@ -97,10 +97,10 @@ def _only_key(document: dict[str, Any], key: str, schema: InputSchema) -> list[A
     return value
 
 
-def _counted(parsed: ParsedRequest, max_inputs: int) -> ParsedRequest:
+def _counted(parsed: ParsedRequest, max_inputs: int, schema: InputSchema) -> ParsedRequest:
     count = len(parsed.inputs)
     if count == 0:
-        raise InvalidInput("the request holds no inputs (an empty list)")
+        raise schema.error("the request holds no inputs (an empty list)")
     if count > max_inputs:
         raise PayloadTooLarge(
             f"the request holds {count} inputs; the limit is {max_inputs} per request "
