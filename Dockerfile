@@ -35,8 +35,9 @@ WORKDIR /app
 COPY requirements.txt ./
 # `make install`: the same commands, with the runtime requirements only (the Makefile adds
 # requirements-dev.txt). Every command after `venv` names the venv's interpreter by its
-# path: a shell that looked `python` up before /opt/venv/bin existed remembers the base
-# interpreter for the rest of the line (the bug this replaces: everything went there).
+# path, so the packages land in /opt/venv however `python` is resolved: a bare `python`
+# looked up before /opt/venv/bin existed may stay the base one (a `python` that execs the
+# interpreter by full path, as pyenv's shims do, then installed everything there).
 # hadolint ignore=DL3013
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/python -m pip install --no-cache-dir --upgrade pip \

@@ -10,7 +10,7 @@ SERVE_DIR := .serve
 PYTEST_ARGS ?=
 
 .PHONY: help install java archive serve stop status check-config test test-tools test-unit \
-        test-integration bench bench-intent bench-client lint loadtest loadtest-ui sweep tune gpu-check clean
+        test-integration bench bench-intent bench-client lint loadtest loadtest-ui sweep tune gpu-check image clean
 
 help: ## List the commands
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -105,6 +105,11 @@ loadtest: $(INSTALLED) ## Headless load test gated on loadtest/sla.yaml (exit 1 
 
 loadtest-ui: $(INSTALLED) ## Locust web UI with a live "SLA gate" tab (and /sla with the server view) on http://127.0.0.1:8089
 	$(LOCUST) --web-host 127.0.0.1 --web-port 8089 $(LOADTEST_ARGS)
+
+IMAGE ?= localhost/torchserve-batch-toolkit:dev
+
+image: ## Opt-in: build the Dockerfile with buildah where no Docker runs (root; IMAGE=..., ALLOW_DIGITS=0 needs real weights)
+	IMAGE=$(IMAGE) ALLOW_DIGITS=$(ALLOW_DIGITS) bash scripts/build_image.sh
 
 clean: stop ## Remove build outputs (keeps .venv)
 	rm -rf build model-store/*.mar reports $(SERVE_DIR)
