@@ -33,10 +33,10 @@ from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.images import decode_for_model
 from batchkit.loader import load_served_model
 from batchkit.precision import PrecisionChoice
-from tsbatch.bench.variants import Variant, default_variant, machine_variants, speedup_line, variant_spec
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest
 from tsbatch.build.package import private_store
+from tsbatch.build.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.process import start_instance
 from tsbatch.config.properties import model_settings, read_properties
@@ -167,6 +167,13 @@ def print_rows(rows: list[dict]) -> None:
             f"{row['p99_ms']:>8.1f}{row['errors']:>7d}{row['in_process_ips']:>17.1f}{row['ratio']:>7.2f}"
             f"{row['model_ips']:>12.1f}{row['preprocess_share']:>8.0%}{row['load_s']:>7.2f}"
         )
+
+
+def speedup_line(served: dict[Variant, float], default: Variant) -> str:
+    """The closing line: the default configuration's served throughput over the baseline's."""
+    if default not in served or not served.get(BASELINE):
+        return f"speedup vs fp32 TorchScript served: n/a ({default.label} was not measured here)"
+    return f"speedup vs fp32 TorchScript served: {served[default] / served[BASELINE]:.2f}x ({default.label})"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
-"""The runtime x precision rows a benchmark measures on this machine, and the archive
-variants that serve each one (the exported files, with runtime and precision pinned).
+"""Archive variants: the exported files with runtime and precision pinned, and which of
+them this machine can run (the rows of the benchmarks, the candidates of the tuner).
 
 bf16 rows run only where the CPU computes bf16 natively: elsewhere PyTorch emulates it and
 the figure would say nothing about the target hardware, so the row is skipped with that
@@ -18,9 +18,6 @@ from batchkit.loader import compiled_file_name
 from batchkit.precision import choose_precision, native_cpu_bf16
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import ModelSpec
-
-BASELINE_LABEL = "torchscript fp32"
-
 
 @dataclass(frozen=True)
 class Variant:
@@ -79,10 +76,3 @@ def variant_spec(spec: ModelSpec, work: Path, variant: Variant) -> ModelSpec:
     config.update(runtime=variant.runtime, precision=variant.precision)
     artifacts.write_json(path, config)
     return replace(spec, build_dir=build_dir)
-
-
-def speedup_line(served: dict[Variant, float], default: Variant) -> str:
-    """The closing line: the default configuration's served throughput over the baseline's."""
-    if default not in served or not served.get(BASELINE):
-        return f"speedup vs fp32 TorchScript served: n/a ({default.label} was not measured here)"
-    return f"speedup vs fp32 TorchScript served: {served[default] / served[BASELINE]:.2f}x ({default.label})"
