@@ -131,7 +131,10 @@ def load_served_model(
         if problem is None:
             logger.info("serving %s", compiled.describe())
             return compiled
-    log = logger.warning if config.runtime == "aoti" or config.compiled_models else logger.info
+    expected_compiled = config.runtime == "aoti" or (
+        config.runtime == "auto" and bool(config.compiled_models)
+    )
+    log = logger.warning if expected_compiled else logger.info
     log("serving TorchScript: %s", problem)
     if choice.precision != "fp32":
         candidate = f"torchscript-{choice.precision}"
