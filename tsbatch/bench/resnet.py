@@ -88,7 +88,7 @@ def in_process(spec: ModelSpec, variant: Variant, batch_size: int, threads: int,
     model = load_served_model(
         config, spec.artifact_dir, torch.device("cpu"), choice, batch_size, check, optimize=config.optimize
     )
-    if (model.runtime, model.precision) != (variant.runtime, variant.precision):
+    if model.precision != variant.precision or variant.runtime not in ("auto", model.runtime):
         raise RuntimeError(f"{variant.label} did not load here (got {model.runtime} {model.precision})")
     payloads = payload_images(64, "imagenet" if config.crop_size > 64 else "archive")
 
@@ -215,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
             target = spec if shape == "archive" else imagenet_spec(spec, work)
             variants, skipped = machine_variants(target.artifact_dir)
             defaults[shape] = default_variant(target.artifact_dir)
+            if defaults[shape] not in variants:  # runtime auto: the worker's own choice, measured too
+                variants.append(defaults[shape])
             for reason in skipped:
                 print(f"[bench] {shape}: skipping {reason}")
             for variant in variants:

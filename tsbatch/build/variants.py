@@ -57,11 +57,12 @@ def machine_variants(artifact_dir: Path) -> tuple[list[Variant], list[str]]:
 
 
 def default_variant(artifact_dir: Path) -> Variant:
-    """What a worker of this archive serves on this machine when nothing is overridden."""
+    """The archive's configuration on this machine: its precision as a worker here chooses
+    it, and its runtime setting (``auto``: the worker picks the package or TorchScript)."""
     config = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     precision = choose_precision(config.get("precision", "auto"), torch.device("cpu")).precision
     compiled = compiled_file_name("cpu", precision) in config.get("compiled_models", [])
-    runtime = "aoti" if compiled and config.get("runtime", "auto") != "torchscript" else "torchscript"
+    runtime = config.get("runtime", "auto") if compiled else "torchscript"
     return Variant(runtime, precision)
 
 

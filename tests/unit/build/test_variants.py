@@ -36,11 +36,11 @@ def test_with_native_bf16_rows_need_their_package(spec: ModelSpec, monkeypatch: 
     assert "aoti bf16: the archive has no gated model.cpu-bf16.pt2" in skipped
 
 
-def test_default_variant_is_the_compiled_fp32_package_without_native_bf16(
+def test_default_variant_is_auto_at_fp32_without_native_bf16(
     spec: ModelSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("batchkit.precision.native_cpu_bf16", lambda flags=None: False)
-    assert default_variant(spec.artifact_dir) == Variant("aoti", "fp32")
+    assert default_variant(spec.artifact_dir) == Variant("auto", "fp32")
 
 
 def test_variant_spec_pins_runtime_and_precision(spec: ModelSpec, tmp_path: Path) -> None:
