@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GPU check: the in-process batch-size sweep of both models on a GPU, fp32/fp16/bf16
-# autocast, everything written to one folder (CSV, PNG plots, summary.md, environment).
+# GPU check: the archives rebuilt with their CUDA AOTInductor packages (gated against fp32),
+# then the in-process batch-size sweep of both models on a GPU, fp32/fp16/bf16 autocast and
+# the .pt2 packages, everything written to one folder (CSV, PNG plots, summary.md, environment).
 #
 #   bash scripts/gpu_check.sh [OUT_DIR]        # default reports/gpu-check
 #   make gpu-check ARGS=/path/to/out
@@ -91,6 +92,18 @@ fi
   "$PY" -c 'import torch, platform; print("python", platform.python_version(), "torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
   "$PY" -m pip list 2>/dev/null | grep -iE '^(torch|torchvision|numpy|transformers|tokenizers|matplotlib) ' || true
 } >"$REPORT_DIR/environment.txt" 2>&1
+
+# AOTInductor packages for this GPU: a CUDA .pt2 can only be compiled where CUDA works, so
+# the archives are rebuilt here (GPU_CHECK_BUILD=0 skips it); the build compiles what this
+# host serves (cuda-bf16 or cuda-fp16, and the CPU's) and gates each against fp32 TorchScript
+# (figures in build/<model>/build_info.json); the sweep below then has one "-aoti" row per package.
+if [ "${GPU_CHECK_BUILD:-1}" = 1 ]; then
+  say "building the archives with the .pt2 packages this host serves (gates in build/*/build_info.json)"
+  "$PY" -m scripts.build --force-export 2>&1 | tee -a "$LOG" | grep -E '^\[(build|export)\] (compiled|gate|FAILED|exported)' || true
+  for model in resnet18 bert_intent; do
+    [ -f "build/$model/build_info.json" ] && cp "build/$model/build_info.json" "$REPORT_DIR/${model}_build_info.json"
+  done
+fi
 
 # What to sweep: the ImageNet-shaped ResNet and the intent model's shape (base encoder,
 # eager) always; the built archives too when build/ has them. The traced intent archive was

@@ -109,7 +109,10 @@ def tiny_compiled_model_dir(tiny_image_model_dir: tuple[Path, dict], tiny_compil
     model_dir, config = tiny_image_model_dir
     shutil.copy2(tiny_compiled_package, model_dir / tiny_compiled_package.name)
     config["handler"].update(
-        compiled_models=[tiny_compiled_package.name], compiled_max_batch_size=4, precision="fp32"
+        compiled_models=[tiny_compiled_package.name],
+        compiled_max_batch_size=4,
+        precision="fp32",
+        runtime="aoti",
     )
     return model_dir, config
 

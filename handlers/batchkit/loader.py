@@ -79,6 +79,37 @@ def load_compiled(path: Path, device: torch.device, precision: str) -> ServedMod
     return ServedModel(package, "aoti", precision, path.name, time.perf_counter() - started)
 
 
+def batch_ms(model: ServedModel, batch: Sequence[torch.Tensor], runs: int = 3) -> float:
+    """Best time of ``runs`` calls after two warm-up calls (TorchScript profiles on those)."""
+    times = []
+    with torch.inference_mode():
+        for run in range(runs + 2):
+            started = time.perf_counter()
+            model(*batch)
+            if run >= 2:
+                times.append(1000 * (time.perf_counter() - started))
+    return min(times)
+
+
+def slower_problem(
+    compiled: ServedModel, torchscript: ServedModel, inputs: Sequence[torch.Tensor], batch_size: int
+) -> str | None:
+    """Why the package should not be served at fp32: optimized TorchScript (oneDNN) can be
+    faster on some CPUs, so ``auto`` times both on a full batch; None when the package wins."""
+    batch = [x[torch.arange(batch_size) % len(x)] for x in inputs]
+    compiled_ms, torchscript_ms = batch_ms(compiled, batch), batch_ms(torchscript, batch)
+    logger.info(
+        "runtime auto: %s %.1f ms, TorchScript %.1f ms per batch of %d",
+        compiled.source,
+        compiled_ms,
+        torchscript_ms,
+        batch_size,
+    )
+    if compiled_ms <= torchscript_ms:
+        return None
+    return f"{compiled.source} is slower here ({compiled_ms:.1f} ms vs {torchscript_ms:.1f} ms per batch)"
+
+
 def compiled_problem(
     config: ModelConfig, model_dir: Path, device: torch.device, precision: str, max_batch_size: int
 ) -> str | None:
@@ -128,10 +159,15 @@ def load_served_model(
                 problem = agreement_problem(expected, compiled(*inputs), choice.precision)
         except Exception as exc:  # another ISA, no compiler, no CUDA: TorchScript still serves
             problem = f"{path.name} did not load: {type(exc).__name__}: {exc}"
+        if problem is None and config.runtime == "auto" and choice.precision == "fp32":
+            problem = slower_problem(compiled, torchscript, inputs, max_batch_size)
         if problem is None:
             logger.info("serving %s", compiled.describe())
             return compiled
-    log = logger.warning if config.runtime == "aoti" or config.compiled_models else logger.info
+    expected_compiled = config.runtime == "aoti" or (
+        config.runtime == "auto" and bool(config.compiled_models)
+    )
+    log = logger.warning if expected_compiled and "is slower here" not in str(problem) else logger.info
     log("serving TorchScript: %s", problem)
     if choice.precision != "fp32":
         candidate = f"torchscript-{choice.precision}"

@@ -17,6 +17,7 @@ from tests.fakes import bomb_png
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import Manifest, load_manifest
 from tsbatch.build.package import private_store
+from tsbatch.build.variants import Variant, variant_spec
 from tsbatch.client.daemon import start as serve_start
 from tsbatch.client.daemon import stop as serve_stop
 from tsbatch.client.process import TorchServe, free_ports, worker_port_base
@@ -111,17 +112,6 @@ def test_trained_digits_model_recognises_digits(default_server: TorchServe) -> N
     assert hits / len(sample) > 0.9
 
 
-def test_worker_serves_the_compiled_package_built_for_this_machine(default_server: TorchServe) -> None:
-    """The build compiles a gated .pt2 for what this machine serves; the worker loads it
-    (the digits and batching tests above then ran through it)."""
-    handler = artifacts.read_json(load_manifest().model(MODEL).artifact_dir / artifacts.HANDLER_CONFIG_FILE)
-    assert handler["compiled_models"], "the build compiled no .pt2 that passed its gates"
-    log = (default_server.run_dir / "logs" / "model_log.log").read_text(errors="replace")
-    assert re.search(r"serving aoti \w+ from model\.cpu-\w+\.pt2 \(loaded in [\d.]+s\)", log), (
-        default_server.log_tail()
-    )
-
-
 def test_token_auth_is_on(default_server: TorchServe) -> None:
     url = f"{default_server.url('inference')}/predictions/{MODEL}"
     assert requests.post(url, data=digit_png(0, 32), timeout=10).status_code == 400
@@ -135,9 +125,14 @@ def test_token_auth_is_on(default_server: TorchServe) -> None:
 
 @pytest.fixture(scope="module")
 def slow_batching_server(start_server, tmp_path_factory) -> TorchServe:
-    """A long batch delay so that concurrent requests surely share one batch."""
+    """A long batch delay so that concurrent requests surely share one batch, served by the
+    archive's compiled package (runtime pinned to aoti, as `make tune --variant` does)."""
+    work = tmp_path_factory.mktemp("mixed")
+    repo = load_manifest()
+    spec = variant_spec(repo.model(MODEL), work, Variant("aoti", "fp32"))
+    pinned = Manifest(models={MODEL: spec}, build_dir=spec.build_dir, model_store=repo.model_store)
     properties, store = private_store(
-        tmp_path_factory.mktemp("mixed"), [MODEL], {MODEL: {"batchSize": 8, "maxBatchDelay": 400}}
+        work, [MODEL], {MODEL: {"batchSize": 8, "maxBatchDelay": 400}}, manifest=pinned
     )
     return start_server(store, [MODEL], source=properties)
 
@@ -202,3 +197,21 @@ def test_editing_batch_size_and_serving_again_changes_the_live_setting(tmp_path:
         assert (described["batchSize"], described["maxBatchDelay"]) == (4, 25)
     finally:
         serve_stop(run_dir)
+
+
+def test_the_compiled_package_serves_and_auto_times_it_against_torchscript(
+    default_server: TorchServe, slow_batching_server: TorchServe
+) -> None:
+    """The build compiled a gated .pt2 for this machine; the pinned worker (which answered
+    the mixed batch above) serves it, and the default worker timed it against TorchScript."""
+    handler = artifacts.read_json(load_manifest().model(MODEL).artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    assert handler["compiled_models"] == ["model.cpu-fp32.pt2"]
+    pinned_log = (slow_batching_server.run_dir / "logs" / "model_log.log").read_text(errors="replace")
+    assert re.search(r"serving aoti fp32 from model\.cpu-fp32\.pt2 \(loaded in [\d.]+s\)", pinned_log), (
+        slow_batching_server.log_tail()
+    )
+    default_log = (default_server.run_dir / "logs" / "model_log.log").read_text(errors="replace")
+    timed = re.search(r"runtime auto: model\.cpu-fp32\.pt2 ([\d.]+) ms, TorchScript ([\d.]+) ms", default_log)
+    assert timed, default_server.log_tail()
+    faster = "aoti" if float(timed.group(1)) <= float(timed.group(2)) else "torchscript"
+    assert f"serving {faster} fp32 from" in default_log

@@ -34,11 +34,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tsbatch.bench.variants import BASELINE, default_variant, variant_spec
 from tsbatch.build import artifacts
 from tsbatch.build.intent.data import read_csv_examples
 from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest
 from tsbatch.build.package import archive_settings, private_store
+from tsbatch.build.variants import BASELINE, default_variant, variant_spec
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.process import start_instance
 from tsbatch.paths import DEFAULT_MANIFEST, DEFAULT_PROPERTIES, REPO_ROOT, REPORTS_DIR

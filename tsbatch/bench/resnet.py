@@ -33,10 +33,10 @@ from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.images import decode_for_model
 from batchkit.loader import load_served_model
 from batchkit.precision import PrecisionChoice
-from tsbatch.bench.variants import Variant, default_variant, machine_variants, speedup_line, variant_spec
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest
 from tsbatch.build.package import private_store
+from tsbatch.build.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.process import start_instance
 from tsbatch.config.properties import model_settings, read_properties
@@ -64,7 +64,7 @@ def imagenet_spec(spec: ModelSpec, work: Path) -> ModelSpec:
     torch.manual_seed(0)
     torch.save(torchvision.models.resnet18().state_dict(), weights)
     # Random weights answer noise: record the gates but keep every candidate, for timing.
-    compile_section = {**(spec.settings.get("compile") or {}), "enforce_gates": False}
+    compile_section = {"targets": "host", "torchscript_precisions": "host", "enforce_gates": False}
     bench_spec = replace(
         spec, build_dir=work / "build", settings={**spec.settings, "compile": compile_section}
     )
@@ -88,7 +88,7 @@ def in_process(spec: ModelSpec, variant: Variant, batch_size: int, threads: int,
     model = load_served_model(
         config, spec.artifact_dir, torch.device("cpu"), choice, batch_size, check, optimize=config.optimize
     )
-    if (model.runtime, model.precision) != (variant.runtime, variant.precision):
+    if model.precision != variant.precision or variant.runtime not in ("auto", model.runtime):
         raise RuntimeError(f"{variant.label} did not load here (got {model.runtime} {model.precision})")
     payloads = payload_images(64, "imagenet" if config.crop_size > 64 else "archive")
 
@@ -169,6 +169,13 @@ def print_rows(rows: list[dict]) -> None:
         )
 
 
+def speedup_line(served: dict[Variant, float], default: Variant) -> str:
+    """The closing line: the default configuration's served throughput over the baseline's."""
+    if default not in served or not served.get(BASELINE):
+        return f"speedup vs fp32 TorchScript served: n/a ({default.label} was not measured here)"
+    return f"speedup vs fp32 TorchScript served: {served[default] / served[BASELINE]:.2f}x ({default.label})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -208,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
             target = spec if shape == "archive" else imagenet_spec(spec, work)
             variants, skipped = machine_variants(target.artifact_dir)
             defaults[shape] = default_variant(target.artifact_dir)
+            if defaults[shape] not in variants:  # runtime auto: the worker's own choice, measured too
+                variants.append(defaults[shape])
             for reason in skipped:
                 print(f"[bench] {shape}: skipping {reason}")
             for variant in variants:

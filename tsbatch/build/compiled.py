@@ -74,12 +74,17 @@ def host_targets() -> list[str]:
 
 
 def compile_settings(settings: dict[str, Any]) -> CompileSettings:
+    """The ``compile:`` section; ``host`` (the default of both lists) means what this machine
+    serves: emulated bf16 gates cost minutes on a large input, so they run only when asked."""
     section = settings.get("compile") or {}
     targets = section.get("targets", "host")
+    precisions = section.get("torchscript_precisions", "host")
+    if precisions == "host":
+        precisions = [target.split("-")[1] for target in host_targets() if not target.endswith("-fp32")]
     return CompileSettings(
         targets=tuple(host_targets() if targets == "host" else targets or ()),
         max_batch_size=int(section.get("max_batch_size", 16)),
-        torchscript_precisions=tuple(section.get("torchscript_precisions", ["bf16"])),
+        torchscript_precisions=tuple(dict.fromkeys(precisions)),
         enforce_gates=bool(section.get("enforce_gates", True)),
     )
 

@@ -17,6 +17,7 @@ def test_host_targets_follow_the_automatic_choice(monkeypatch) -> None:
     assert targets[0] in ("cpu-fp32", "cpu-bf16")
     assert compile_settings({"compile": {"targets": ["cpu-fp16"], "max_batch_size": 8}}).targets == ("cpu-fp16",)
     assert compile_settings({}).max_batch_size == 16
+    assert compile_settings({}).torchscript_precisions == tuple(t.split("-")[1] for t in targets if "fp32" not in t)
 
 
 def test_torchscript_bf16_is_gated_against_fp32(tmp_path: Path) -> None:

@@ -34,10 +34,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from batchkit.precision import PRECISIONS
 from tsbatch.analysis.tune.point import PointRunner, payloads_for
 from tsbatch.analysis.tune.report import finish, report_model
 from tsbatch.analysis.tune.search import FULL_LOAD, FULL_SPACE, QUICK_LOAD, QUICK_SPACE, SearchSpace, search
 from tsbatch.build.manifest import load_manifest
+from tsbatch.build.variants import Variant, default_variant, variant_spec
 from tsbatch.client.load import LoadSpec
 from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, REPORTS_DIR
@@ -93,7 +95,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write the winners into PATH (default config.properties), keeping its comments")  # fmt: skip
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--build-dir", type=Path, help="where the exported models are (default: build/)")
+    parser.add_argument(
+        "--variant",
+        type=parse_variant,
+        help="RUNTIME-PRECISION to serve at every point, e.g. torchscript-fp32 or aoti-fp32 "
+        "(default: what the archive chooses on this machine)",
+    )
     return parser
+
+
+def parse_variant(text: str) -> Variant:
+    runtime, _, precision = text.partition("-")
+    if runtime not in ("torchscript", "aoti") or precision not in PRECISIONS:
+        raise argparse.ArgumentTypeError(f"expected torchscript|aoti-{'|'.join(PRECISIONS)}, got {text!r}")
+    return Variant(runtime, precision)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in names:
             spec, sla = specs[name], slas[name]
+            variant = args.variant or default_variant(spec.artifact_dir)
+            if args.variant:
+                spec = variant_spec(spec, work_root, args.variant)
             space = SearchSpace(
                 batch_sizes=args.batch_sizes or base_space.batch_sizes,
                 delays_ms=args.delays or base_space.delays_ms,
@@ -139,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(
                 f"[tune] {name}: batch sizes {space.batch_sizes} x delays {space.delays_ms} ms x workers {space.workers}, "
-                f"{load.describe()}, SLA {sla.profile} p99 <= {sla.p99_ms:g} ms"
+                f"{load.describe()}, SLA {sla.profile} p99 <= {sla.p99_ms:g} ms, serving {variant.label}"
             )
             runner = PointRunner(
                 spec, manifest, args.properties, payloads_for(spec), load, work_root, args.out / "logs"

@@ -209,7 +209,8 @@ def export(spec: ModelSpec, settings: dict[str, Any] | None = None, out: Path | 
         raise
     oos_label = str(settings.get("oos_label", OOS_LABEL))
     gates = compile_and_gate(
-        spec,
+        settings,
+        out,
         trained.model,
         served,
         trained.tokenizer_dir,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -13,7 +14,6 @@ from tsbatch.build.compiled import GateOutcome, build_and_gate, compile_settings
 from tsbatch.build.gates import Batch, Scorer
 from tsbatch.build.intent.data import Example
 from tsbatch.build.intent.model import IntentClassifier
-from tsbatch.build.manifest import ModelSpec
 
 
 def intent_scorer(labels: Sequence[str], targets: Sequence[str], threshold: float, oos_label: str) -> Scorer:
@@ -43,7 +43,8 @@ def test_batches(tokenizer_dir: Path, max_length: int, examples: Sequence[Exampl
 
 
 def compile_and_gate(
-    spec: ModelSpec,
+    settings: dict[str, Any],
+    out: Path,
     model: IntentClassifier,
     traced: torch.jit.ScriptModule,
     tokenizer_dir: Path,
@@ -52,14 +53,16 @@ def compile_and_gate(
     threshold: float,
     oos_label: str,
 ) -> GateOutcome:
-    settings = compile_settings(spec.settings)
-    max_length = int(spec.settings.get("max_length", 64))
-    batches = test_batches(tokenizer_dir, max_length, examples, min(8, settings.max_batch_size))
+    """.pt2 packages for what the build host serves, gated with the TorchScript candidates
+    on the test split; written into ``out``."""
+    compiling = compile_settings(settings)
+    max_length = int(settings.get("max_length", 64))
+    batches = test_batches(tokenizer_dir, max_length, examples, min(8, compiling.max_batch_size))
     tokenizer = load_tokenizer(tokenizer_dir, max_length)
     first = tokenize(tokenizer, [text for text, _ in examples[: len(batches[0][0])]]).ids
     singles = [tuple(pad_to_longest([row], pad_id(tokenizer))) for row in first]
     score = intent_scorer(labels, [label for _, label in examples], threshold, oos_label)
-    batch = torch.export.Dim("batch", min=1, max=settings.max_batch_size)
+    batch = torch.export.Dim("batch", min=1, max=compiling.max_batch_size)
     tokens = torch.export.Dim("tokens", min=2, max=max_length)
     shapes = ({0: batch, 1: tokens}, {0: batch, 1: tokens})
-    return build_and_gate(model.eval(), traced, spec.artifact_dir, settings, batches, score, shapes, singles)
+    return build_and_gate(model.eval(), traced, out, compiling, batches, score, shapes, singles)

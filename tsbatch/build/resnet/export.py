@@ -94,7 +94,7 @@ def gate_data(resolved: ResolvedWeights, batch_size: int) -> tuple[list[Batch], 
     if resolved.held_out is None:
         print("[export] no held-out data for these weights: gates check agreement with fp32 only")
         seeded = torch.Generator().manual_seed(4321)
-        images = torch.randn(8 * batch_size, 3, resolved.crop_size, resolved.crop_size, generator=seeded)
+        images = torch.randn(2 * batch_size, 3, resolved.crop_size, resolved.crop_size, generator=seeded)
         return [(chunk,) for chunk in images.split(batch_size)], None
     images, targets = resolved.held_out
     return [(chunk,) for chunk in images.split(batch_size)], top1_accuracy(targets)

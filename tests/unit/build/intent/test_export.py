@@ -39,6 +39,7 @@ def test_export_writes_a_verified_archive_layout(
     settings["base_model"] = str(tiny_base_model)
     settings["data"] = {"format": "clinc150", "path": str(tiny_clinc)}
     settings["training"] = {"epochs": 1, "threads": 1, "gates": {"in_scope_accuracy": 0.0, "oos_recall": 0.0}}
+    settings["compile"] = {"targets": [], "torchscript_precisions": ["bf16"]}  # no compile: seconds
     out = export_module.export(spec, settings, tmp_path / "build")
     for name in (
         "model.pt",
@@ -58,6 +59,10 @@ def test_export_writes_a_verified_archive_layout(
     info = json.loads((out / "build_info.json").read_text())
     assert max(info["verification"].values()) <= 1e-4
     assert any("len64" in key for key in info["verification"])
+    gate = info["gates"]["torchscript-bf16"]
+    assert {"in_scope_accuracy", "oos_recall", "top1_agreement", "max_probability_diff"} <= set(gate)
+    assert config.precision == "auto" and config.compiled_models == ()
+    assert list(config.failed_gates) == ([] if not gate["failures"] else ["torchscript-bf16"])
 
 
 def test_verify_catches_a_traced_model_that_differs(tiny_base_model: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,17 @@ def test_a_candidate_that_failed_its_gate_is_not_served(tiny_image_model_dir, ca
 def test_agreement_tolerance_depends_on_precision(candidate, precision, problem) -> None:
     found = agreement_problem(torch.tensor([[2.0, 0.0]]), candidate, precision)
     assert (found is None) if problem is None else (problem in (found or ""))
+
+
+def test_auto_at_fp32_times_the_package_against_torchscript_and_serves_the_faster(
+    tiny_compiled_model_dir, caplog
+) -> None:
+    caplog.set_level("INFO")
+    model_dir, config = tiny_compiled_model_dir
+    served = load(model_dir, {**config["handler"], "runtime": "auto"})
+    timed = re.search(
+        r"runtime auto: model.cpu-fp32.pt2 ([\d.]+) ms, TorchScript ([\d.]+) ms per batch of 4", caplog.text
+    )
+    assert timed, caplog.text
+    faster = "aoti" if float(timed.group(1)) <= float(timed.group(2)) else "torchscript"
+    assert served.runtime == faster

@@ -6,16 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.bench import variants
-from tsbatch.bench.variants import (
-    BASELINE,
-    Variant,
-    default_variant,
-    machine_variants,
-    speedup_line,
-    variant_spec,
-)
-from tsbatch.build import artifacts
+from tsbatch.build import artifacts, variants
+from tsbatch.build.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
 from tsbatch.build.manifest import ModelSpec
 
 
@@ -44,17 +36,15 @@ def test_with_native_bf16_rows_need_their_package(spec: ModelSpec, monkeypatch: 
     assert "aoti bf16: the archive has no gated model.cpu-bf16.pt2" in skipped
 
 
+def test_default_variant_is_auto_at_fp32_without_native_bf16(
+    spec: ModelSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("batchkit.precision.native_cpu_bf16", lambda flags=None: False)
+    assert default_variant(spec.artifact_dir) == Variant("auto", "fp32")
+
+
 def test_variant_spec_pins_runtime_and_precision(spec: ModelSpec, tmp_path: Path) -> None:
     pinned = variant_spec(spec, tmp_path / "work", BASELINE)
     config = artifacts.read_json(pinned.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     assert (config["runtime"], config["precision"]) == ("torchscript", "fp32")
     assert artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)["runtime"] == "auto"
-
-
-def test_speedup_line(spec: ModelSpec, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("batchkit.precision.native_cpu_bf16", lambda flags=None: False)
-    default = default_variant(spec.artifact_dir)
-    assert default == Variant("aoti", "fp32")
-    line = speedup_line({BASELINE: 40.0, default: 50.0}, default)
-    assert line == "speedup vs fp32 TorchScript served: 1.25x (aoti fp32)"
-    assert "n/a" in speedup_line({BASELINE: 40.0}, default)

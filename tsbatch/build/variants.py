@@ -1,5 +1,5 @@
-"""The runtime x precision rows a benchmark measures on this machine, and the archive
-variants that serve each one (the exported files, with runtime and precision pinned).
+"""Archive variants: the exported files with runtime and precision pinned, and which of
+them this machine can run (the rows of the benchmarks, the candidates of the tuner).
 
 bf16 rows run only where the CPU computes bf16 natively: elsewhere PyTorch emulates it and
 the figure would say nothing about the target hardware, so the row is skipped with that
@@ -18,9 +18,6 @@ from batchkit.loader import compiled_file_name
 from batchkit.precision import choose_precision, native_cpu_bf16
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import ModelSpec
-
-BASELINE_LABEL = "torchscript fp32"
-
 
 @dataclass(frozen=True)
 class Variant:
@@ -60,11 +57,12 @@ def machine_variants(artifact_dir: Path) -> tuple[list[Variant], list[str]]:
 
 
 def default_variant(artifact_dir: Path) -> Variant:
-    """What a worker of this archive serves on this machine when nothing is overridden."""
+    """The archive's configuration on this machine: its precision as a worker here chooses
+    it, and its runtime setting (``auto``: the worker picks the package or TorchScript)."""
     config = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     precision = choose_precision(config.get("precision", "auto"), torch.device("cpu")).precision
     compiled = compiled_file_name("cpu", precision) in config.get("compiled_models", [])
-    runtime = "aoti" if compiled and config.get("runtime", "auto") != "torchscript" else "torchscript"
+    runtime = config.get("runtime", "auto") if compiled else "torchscript"
     return Variant(runtime, precision)
 
 
@@ -79,10 +77,3 @@ def variant_spec(spec: ModelSpec, work: Path, variant: Variant) -> ModelSpec:
     config.update(runtime=variant.runtime, precision=variant.precision)
     artifacts.write_json(path, config)
     return replace(spec, build_dir=build_dir)
-
-
-def speedup_line(served: dict[Variant, float], default: Variant) -> str:
-    """The closing line: the default configuration's served throughput over the baseline's."""
-    if default not in served or not served.get(BASELINE):
-        return f"speedup vs fp32 TorchScript served: n/a ({default.label} was not measured here)"
-    return f"speedup vs fp32 TorchScript served: {served[default] / served[BASELINE]:.2f}x ({default.label})"
