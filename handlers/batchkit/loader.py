@@ -43,8 +43,19 @@ class ServedModel:
     precision: str
     source: str
     load_seconds: float
+    # Largest batch one call runs (0: any). A batch of multi-input requests can hold more
+    # inputs than batchSize; it runs in slices no larger than the sizes the package was
+    # exported for and the worker warmed up.
+    max_batch: int = 0
 
     def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
+        size = self.max_batch
+        if size and inputs[0].shape[0] > size:
+            slices = range(0, inputs[0].shape[0], size)
+            return torch.cat([self.run_once(*(x[i : i + size] for x in inputs)) for i in slices])
+        return self.run_once(*inputs)
+
+    def run_once(self, *inputs: torch.Tensor) -> torch.Tensor:
         dtype = DTYPES[self.precision]
         if self.runtime == "aoti":
             cast = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
@@ -145,7 +156,12 @@ def load_served_model(
         atol=CHECK_TOLERANCE["fp32"],
     )
     torchscript = ServedModel(
-        reference, "torchscript", choice.precision, config.model_file, time.perf_counter() - started
+        reference,
+        "torchscript",
+        choice.precision,
+        config.model_file,
+        time.perf_counter() - started,
+        max_batch=max_batch_size,
     )
     inputs = [x.to(device) for x in check_inputs]
     with torch.inference_mode():
@@ -155,6 +171,7 @@ def load_served_model(
         path = model_dir / compiled_file_name(device.type, choice.precision)
         try:
             compiled = load_compiled(path, device, choice.precision)
+            compiled.max_batch = max_batch_size
             with torch.inference_mode():
                 problem = agreement_problem(expected, compiled(*inputs), choice.precision)
         except Exception as exc:  # another ISA, no compiler, no CUDA: TorchScript still serves

@@ -38,6 +38,20 @@ def test_compiled_package_is_served_and_agrees_with_torchscript(tiny_compiled_mo
             assert torch.allclose(served(images), reference(images), atol=1e-4)
 
 
+def test_a_batch_larger_than_the_export_bound_runs_in_slices(tiny_compiled_model_dir) -> None:
+    """Multi-input requests can flatten into more inputs than batchSize: the package,
+    exported for 4, still answers 10, each as it would alone."""
+    model_dir, config = tiny_compiled_model_dir
+    served = load(model_dir, config["handler"])
+    assert served.runtime == "aoti" and served.max_batch == 4
+    images = torch.randn(10, 3, 16, 16)
+    with torch.inference_mode():
+        together = served(images)
+        alone = torch.cat([served(image[None]) for image in images])
+    assert together.shape[0] == 10
+    assert torch.allclose(together, alone, atol=1e-4)
+
+
 def test_no_package_serves_torchscript(tiny_image_model_dir, caplog) -> None:
     caplog.set_level("INFO")
     model_dir, config = tiny_image_model_dir
