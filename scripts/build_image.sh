@@ -47,7 +47,7 @@ mounts=()
 for dir in /opt/pypi /opt/pypi-more /opt/wheels; do
   if [ -d "$dir" ]; then mounts+=(-v "$dir:$dir:ro"); fi
 done
-"${B[@]}" bud --isolation chroot --network host --layers "${mounts[@]}" \
+"${B[@]}" bud --isolation chroot --network host --layers --format docker "${mounts[@]}" \
   --build-arg "PYTHON_IMAGE=$BASE" --build-arg "TSBATCH_ALLOW_DIGITS=$ALLOW_DIGITS" -t "$IMAGE" .
 # Smoke check inside the built image: the venv's interpreter has the runtime, the archives exist.
 ctr=$("${B[@]}" from "$IMAGE")

@@ -94,7 +94,7 @@ def prepare(
     target = image_store
     if stale:
         for problem in stale:
-            print(f"[start] {problem}")
+            print(f"[start] {problem.where}: {problem.message}")
         if not repackage:
             raise StartupError(
                 f"the archives in {image_store} disagree with {properties}: rebuild them with it"
