@@ -6,6 +6,11 @@ split is stratified per label with a fixed seed, and texts that repeat each othe
 exactly or nearly (``leakage``), land in the same split: a duplicate across splits would
 leak test answers into training and flatter the accuracy gate.
 
+Raw utterances that repeat, exactly or nearly, the blind evaluation set
+(``data/intents/blind.csv``, written separately from the definitions) are left out of
+all three splits: the usual decontamination, so the blind set is scored whole and the
+build's strict leakage check passes. Nothing else is taken from the blind set.
+
     python -m scripts.split_intents            # rewrite data/intents/{train,val,test}.csv
     python -m scripts.split_intents --check    # fail if the committed files are stale
 """
@@ -114,6 +119,15 @@ def check_disjoint(splits: dict[str, list[Example]], min_overlap: float = NEAR_D
                 )
 
 
+def without_repeats_of(
+    examples: Sequence[Example], held_out: Sequence[Example], min_overlap: float = NEAR_DUPLICATE_OVERLAP
+) -> list[Example]:
+    """``examples`` less those that repeat a held-out text, exactly or nearly."""
+    repeats = find_duplicates([t for t, _ in examples], [t for t, _ in held_out], min_overlap)
+    dropped = {duplicate.index for duplicate in repeats}
+    return [example for i, example in enumerate(examples) if i not in dropped]
+
+
 def render_csv(examples: Sequence[Example]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -135,10 +149,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="verify the files in --out instead of writing them"
     )
+    parser.add_argument(
+        "--held-out",
+        type=Path,
+        default=INTENT_DATA_DIR / "blind.csv",
+        help="evaluation CSV whose texts (and near repeats) no split may hold; skipped when absent",
+    )
     args = parser.parse_args(argv)
     raw = args.raw or sorted(INTENT_RAW_DIR.glob("*.csv"))
     try:
-        splits = split_examples(read_examples(raw), args.fractions, args.seed)
+        examples = read_examples(raw)
+        if args.held_out.exists():
+            kept = without_repeats_of(examples, read_examples([args.held_out]))
+            print(f"[split] left out {len(examples) - len(kept)} raw texts that repeat {args.held_out.name}")
+            examples = kept
+        splits = split_examples(examples, args.fractions, args.seed)
     except SplitError as exc:
         print(f"[split] FAILED: {exc}", file=sys.stderr)
         return 1

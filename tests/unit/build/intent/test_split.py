@@ -14,6 +14,7 @@ from tsbatch.build.intent.split import (
     main,
     read_examples,
     split_examples,
+    without_repeats_of,
 )
 from tsbatch.paths import INTENT_DATA_DIR, INTENT_RAW_DIR
 
@@ -123,3 +124,18 @@ def test_main_writes_the_three_files(tmp_path: Path) -> None:
     written = {name: read_examples([tmp_path / f"{name}.csv"]) for name in SPLIT_NAMES}
     assert sum(len(v) for v in written.values()) == 20
     assert main(["--raw", str(raw), "--out", str(tmp_path), "--check"]) == 0
+
+
+def test_raw_texts_that_repeat_the_held_out_set_are_left_out() -> None:
+    raw = [("what is my balance please", "balance"), ("send money to mom", "transfer"), ("hi", "oos")]
+    held_out = [("What is my balance", "balance"), ("hi!", "oos")]
+    assert without_repeats_of(raw, held_out, min_overlap=1.0) == [raw[0], raw[1]]
+    assert without_repeats_of(raw, held_out) == [raw[1]]  # near repeats too, by default
+
+
+def test_committed_splits_hold_nothing_of_the_blind_set() -> None:
+    blind = INTENT_DATA_DIR / "blind.csv"
+    if not blind.exists():
+        pytest.skip("no blind set in this checkout")
+    rows = [row for examples in committed_splits().values() for row in examples]
+    assert without_repeats_of(rows, read_examples([blind])) == rows
