@@ -62,6 +62,8 @@ def settings_from_arguments(settings: dict[str, Any], args: argparse.Namespace) 
         merged["base_model"] = args.base_model
     if args.data_format:
         data["format"] = args.data_format
+    if any(getattr(args, key) is not None for key in ("data", "train", "validation", "test")):
+        data.pop("blind", None)  # the manifest's blind set belongs to the manifest's data
     for key in ("data", "train", "validation", "test", "blind"):
         value = getattr(args, key)
         if value is not None:

@@ -41,6 +41,9 @@ class TrainingOptions:
     # The lowest encoder layers keep their pretrained weights: their backward pass is
     # skipped, which is most of the time saved, and general wording stays as pretrained.
     frozen_layers: int = 0
+    # Loss weight per class ~ 1/sqrt(its training count): a large oos class no longer pulls
+    # short or indirect in-scope queries towards itself.
+    balance_classes: bool = False
     seed: int = 0
     threads: int | None = None
 
@@ -86,6 +89,13 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+def class_weights(targets: Sequence[int], num_labels: int) -> torch.Tensor:
+    """1/sqrt(count) per class, scaled so that an average example weighs 1."""
+    counts = torch.bincount(torch.as_tensor(targets), minlength=num_labels).float().clamp(min=1)
+    weights = counts.rsqrt()
+    return weights * len(targets) / float((weights * counts).sum())
 
 
 def freeze_lower_layers(model: IntentClassifier, count: int) -> None:
@@ -158,9 +168,12 @@ def train(
     scheduler = warmup_then_linear_decay(
         optimizer, max(1, int(options.warmup_fraction * total_steps)), total_steps
     )
-    loss_function = torch.nn.CrossEntropyLoss(label_smoothing=options.label_smoothing)
     rng = random.Random(options.seed)
     targets_all = [label_index[label] for _, label in data.train]
+    loss_function = torch.nn.CrossEntropyLoss(
+        weight=class_weights(targets_all, len(labels)) if options.balance_classes else None,
+        label_smoothing=options.label_smoothing,
+    )
     history: list[dict[str, float]] = []
     started, cpu_started = time.perf_counter(), time.process_time()
     progress = tqdm(

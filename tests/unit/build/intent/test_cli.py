@@ -31,4 +31,9 @@ def test_strict_blind_and_gates_come_from_flags_over_the_manifest() -> None:
     )
     merged = settings_from_arguments(manifest_entry, args)
     assert merged["data"] == {"format": "csv", "strict": True, "blind": "b.csv"}
+    ours = {"data": {"format": "csv", "train": "t.csv", "blind": "ours.csv"}}
+    theirs = settings_from_arguments(
+        ours, parser.parse_args(["--data-format", "clinc150", "--data", "x.json"])
+    )
+    assert "blind" not in theirs["data"]  # our blind set does not score someone else's data
     assert merged["training"]["gates"] == {"in_scope_accuracy": 0.9, "oos_recall": 0.8}

@@ -15,6 +15,7 @@ from tsbatch.build.intent.model import IntentClassifier
 from tsbatch.build.intent.train import (
     TrainingOptions,
     build_optimizer,
+    class_weights,
     freeze_lower_layers,
     length_bucketed_batches,
     train,
@@ -66,11 +67,18 @@ def test_frozen_layers_leave_the_optimizer_and_refuse_more_than_the_encoder_has(
         freeze_lower_layers(model, 3)
 
 
+def test_class_weights_shrink_a_large_class_and_keep_the_average_example_at_one() -> None:
+    targets = [0] * 400 + [1] * 100 + [2] * 100
+    weights = class_weights(targets, 3)
+    assert torch.isclose(weights[1] / weights[0], torch.tensor(2.0))
+    assert torch.isclose(weights[torch.as_tensor(targets)].mean(), torch.tensor(1.0))
+
+
 def test_train_fine_tunes_a_tiny_base_model_and_saves_its_tokenizer(
     tmp_path: Path, tiny_base_model: Path, tiny_clinc: Path
 ) -> None:
     data = load_data("clinc150", data=tiny_clinc)
-    options = TrainingOptions(epochs=1, threads=1, frozen_layers=1)
+    options = TrainingOptions(epochs=1, threads=1, frozen_layers=1, balance_classes=True)
     trained = train(data, str(tiny_base_model), tmp_path, 32, options)
     assert trained.cpu_seconds > 0
     assert trained.labels == ["balance", "transfer", "oos"]
