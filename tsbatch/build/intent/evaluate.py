@@ -22,6 +22,8 @@ import torch
 from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.build.intent.data import OOS_LABEL, Example
 
+GATED_SCORES = ("in_scope_accuracy", "oos_recall")
+
 
 def predict_probabilities(
     model: torch.nn.Module, tokenizer_dir: Path, texts: Sequence[str], max_length: int, batch_size: int = 64
@@ -102,8 +104,12 @@ def calibrate_threshold(
     truth: Sequence[str],
     oos_label: str = OOS_LABEL,
     ceiling: float = 0.9,
+    gates: dict[str, float] | None = None,
 ) -> tuple[float, dict[str, float]]:
-    """The confidence threshold that maximises in-scope accuracy + oos recall on validation.
+    """The confidence threshold that leaves the most room under both gates on validation:
+    the largest min(in-scope accuracy - its gate, oos recall - its gate). Without gates it
+    maximises in-scope accuracy + oos recall, which weighs one oos example as much as
+    several in-scope ones and so rejects in-scope queries a gate would rather keep.
 
     Every threshold on the best plateau scores the same on validation; the middle of the
     plateau is the one least tuned to these particular examples.
@@ -112,7 +118,10 @@ def calibrate_threshold(
     results = []
     for threshold in candidates:
         values = scores(decide(probabilities, labels, float(threshold), oos_label), truth, oos_label)
-        results.append(values["in_scope_accuracy"] + values["oos_recall"])
+        if gates:
+            results.append(min(values[key] - float(gates.get(key, 0.0)) for key in GATED_SCORES))
+        else:
+            results.append(values["in_scope_accuracy"] + values["oos_recall"])
     best = max(results)
     plateau = [float(t) for t, value in zip(candidates, results, strict=True) if value >= best - 1e-12]
     # The longest run of consecutive best thresholds, then its middle.
@@ -161,9 +170,6 @@ def evaluate(
             for label in sorted(errors)
         },
     }
-
-
-GATED_SCORES = ("in_scope_accuracy", "oos_recall")
 
 
 def check_gates(split_reports: dict[str, dict[str, Any]], gates: dict[str, float]) -> list[str]:

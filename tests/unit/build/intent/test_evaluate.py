@@ -74,3 +74,16 @@ def test_per_label_scores_confusion_pairs_and_gates_on_every_gated_split() -> No
         "test oos_recall 0.5000 < gate 0.9",
         "blind oos_recall 0.5000 < gate 0.9",
     ]
+
+
+def test_calibration_with_gates_keeps_in_scope_queries_the_sum_rule_would_reject() -> None:
+    # eight confident in-scope rows, two unsure ones (0.4) that are right; two oos rows
+    # caught by the oos class and one unsure oos row (0.45) that only a high threshold catches
+    rows = [[0.9, 0.05, 0.05]] * 8 + [[0.4, 0.3, 0.3]] * 2 + [[0.1, 0.1, 0.8]] * 2 + [[0.45, 0.3, 0.25]]
+    truth = ["balance"] * 10 + ["oos"] * 3
+    summed, _ = calibrate_threshold(probabilities(rows), LABELS, truth)
+    assert summed > 0.45  # 1/3 oos recall outweighs 2/10 in-scope accuracy
+    gated, values = calibrate_threshold(
+        probabilities(rows), LABELS, truth, gates={"in_scope_accuracy": 0.95, "oos_recall": 0.6}
+    )
+    assert gated <= 0.4 and values["in_scope_accuracy"] == 1.0 and values["oos_recall"] == 2 / 3
