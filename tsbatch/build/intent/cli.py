@@ -9,7 +9,8 @@ punctuation noise so that real users' spelling does not surprise it.
 
     python -m scripts.train_intent                         # our data, report only
     python -m scripts.train_intent --data-format clinc150 --data my_intents.json \\
-        --base-model /models/bert-base-uncased --out build/my_intents
+        --base-model /models/bert-base-uncased --out build/my_intents \\
+        --min-in-scope-accuracy 0.9 --min-oos-recall 0.8   # gates for this data set
 
 ``python -m scripts.export_intent`` takes the same options and also builds the archive files.
 """
@@ -39,6 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train", type=Path, help="CSV with text,label")
     parser.add_argument("--validation", type=Path, help="CSV with text,label")
     parser.add_argument("--test", type=Path, help="CSV with text,label")
+    parser.add_argument("--blind", type=Path, help="CSV with text,label scored and gated, never tuned on")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse evaluation texts that repeat an earlier split instead of dropping them",
+    )
+    parser.add_argument("--min-in-scope-accuracy", type=float, help="gate on test (and blind)")
+    parser.add_argument("--min-oos-recall", type=float, help="gate on test (and blind)")
     parser.add_argument("--epochs", type=int)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--threads", type=int, help="torch CPU threads for training")
@@ -53,14 +62,25 @@ def settings_from_arguments(settings: dict[str, Any], args: argparse.Namespace) 
         merged["base_model"] = args.base_model
     if args.data_format:
         data["format"] = args.data_format
-    for key in ("data", "train", "validation", "test"):
+    if any(getattr(args, key) is not None for key in ("data", "train", "validation", "test")):
+        data.pop("blind", None)  # the manifest's blind set belongs to the manifest's data
+    for key in ("data", "train", "validation", "test", "blind"):
         value = getattr(args, key)
         if value is not None:
             data["path" if key == "data" else key] = str(value)
+    if args.strict:
+        data["strict"] = True
     training = merged.setdefault("training", {})
     for key in ("epochs", "seed", "threads"):
         if getattr(args, key) is not None:
             training[key] = getattr(args, key)
+    gates = training.setdefault("gates", {})
+    for key, value in (
+        ("in_scope_accuracy", args.min_in_scope_accuracy),
+        ("oos_recall", args.min_oos_recall),
+    ):
+        if value is not None:
+            gates[key] = value
     return merged
 
 

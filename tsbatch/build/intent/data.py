@@ -1,18 +1,22 @@
-"""The intent examples: train / validation / test splits read from CSV or CLINC150-style JSON.
+"""The intent examples: train / validation / test splits read from CSV or CLINC150-style JSON,
+and an optional blind evaluation set (CSV) that nothing is tuned on.
 
 Every check that would make the trained model or its scores meaningless (an empty split,
-labels unknown to training, no out-of-scope examples to calibrate on, a text leaked from
-training into evaluation) fails here, before minutes of training.
+labels unknown to training, no out-of-scope examples to calibrate on) fails here, before
+minutes of training. Evaluation texts that repeat an earlier split (public data sets have
+such duplicates) are dropped with a warning that counts them, or refused when strict.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tsbatch.build.intent.leakage import find_duplicates
 from tsbatch.paths import REPO_ROOT
 
 OOS_LABEL = "oos"
@@ -35,6 +39,12 @@ class IntentData:
     validation: list[Example]
     test: list[Example]
     source: str
+    blind: list[Example] = field(default_factory=list)  # empty: no blind set given
+
+    def evaluation_splits(self) -> dict[str, list[Example]]:
+        """The splits scored after training, in order (blind only when present)."""
+        splits = {"validation": self.validation, "test": self.test}
+        return {**splits, "blind": self.blind} if self.blind else splits
 
     def labels(self, oos_label: str = OOS_LABEL) -> list[str]:
         """Sorted intents of the training split, with the out-of-scope label last."""
@@ -82,12 +92,17 @@ def load_data(
     validation: Path | None = None,
     test: Path | None = None,
     data: Path | None = None,
+    blind: Path | None = None,
 ) -> IntentData:
+    """The splits in ``data_format``; ``blind`` (CSV) is read when the file exists."""
+    blind_examples = read_csv_examples(blind) if blind is not None and blind.exists() else []
+    if blind is not None and not blind_examples:
+        print(f"[train] no blind set at {_relative(blind)}: scoring validation and test only", flush=True)
     if data_format == "clinc150":
         if data is None:
             raise TrainingError("--data-format clinc150 needs --data file.json")
         splits = read_clinc_json(data)
-        return IntentData(splits["train"], splits["validation"], splits["test"], source=str(data))
+        return IntentData(splits["train"], splits["validation"], splits["test"], str(data), blind_examples)
     if data_format != "csv":
         raise TrainingError(f"unknown data format {data_format!r} (csv or clinc150)")
     if train is None or validation is None or test is None:
@@ -97,6 +112,7 @@ def load_data(
         read_csv_examples(validation),
         read_csv_examples(test),
         source=", ".join(str(_relative(p)) for p in (train, validation, test)),
+        blind=blind_examples,
     )
 
 
@@ -111,24 +127,57 @@ def data_from_settings(settings: dict[str, Any]) -> IntentData:
         value = Path(value)
         return value if value.is_absolute() else REPO_ROOT / value
 
-    return load_data(data.get("format", "csv"), path("train"), path("validation"), path("test"), path("path"))
+    return load_data(
+        data.get("format", "csv"),
+        path("train"),
+        path("validation"),
+        path("test"),
+        path("path"),
+        path("blind"),
+    )
 
 
 def check_data(data: IntentData, oos_label: str) -> None:
+    """Refuse splits that training or scoring cannot use, naming what is wrong."""
     labels = set(data.labels(oos_label))
-    for name, split in (("train", data.train), ("validation", data.validation), ("test", data.test)):
+    for name, split in {"train": data.train, **data.evaluation_splits()}.items():
         if not split:
             raise TrainingError(f"the {name} split is empty")
-        unknown = {label for _, label in split} - labels
+        unknown = sorted({label for _, label in split} - labels)
         if unknown:
-            raise TrainingError(f"{name} has labels the training split lacks: {sorted(unknown)}")
+            count = sum(label in unknown for _, label in split)
+            raise TrainingError(
+                f"{name} has {count} examples of labels the training split lacks: {unknown}; "
+                "add training examples for them or remove them from that split"
+            )
     if not any(label == oos_label for _, label in data.validation):
         raise TrainingError(f"the validation split needs {oos_label!r} examples to calibrate the threshold")
-    seen = {text.lower() for text, _ in data.train}
-    for name, split in (("validation", data.validation), ("test", data.test)):
-        leaked = [text for text, _ in split if text.lower() in seen]
-        if leaked:
-            raise TrainingError(f"{len(leaked)} {name} texts are also in train, e.g. {leaked[:3]}")
+
+
+def drop_repeats(data: IntentData, strict: bool = False, min_overlap: float | None = None) -> IntentData:
+    """Each evaluation split without the texts that repeat an earlier split (train first),
+    exactly or, with ``min_overlap``, nearly; ``strict`` refuses them instead."""
+    kept: dict[str, list[Example]] = {}
+    reference = [text for text, _ in data.train]
+    for name, split in data.evaluation_splits().items():
+        repeats = find_duplicates([text for text, _ in split], reference, min_overlap)
+        if repeats and strict:
+            shown = [f"{split[r.index][0]!r} ~ {reference[r.reference_index]!r}" for r in repeats[:3]]
+            raise TrainingError(
+                f"{len(repeats)} {name} texts repeat an earlier split (--strict), e.g. {'; '.join(shown)}"
+            )
+        if repeats:
+            exact = sum(r.exact for r in repeats)
+            print(
+                f"[train] warning: dropped {len(repeats)} of {len(split)} {name} texts that repeat an "
+                f"earlier split ({exact} same words, {len(repeats) - exact} near); --strict refuses them",
+                file=sys.stderr,
+                flush=True,
+            )
+        dropped = {r.index for r in repeats}
+        kept[name] = [example for i, example in enumerate(split) if i not in dropped]
+        reference += [text for text, _ in kept[name]]
+    return replace(data, **kept)
 
 
 def _relative(path: Path) -> Path:

@@ -1,5 +1,6 @@
-"""Train, calibrate the out-of-scope threshold on validation, score on test, and write the
-report (``report.json``, ``report.md``) that the quality gates are judged on.
+"""Train, calibrate the out-of-scope threshold on validation, score test (and the blind set
+when there is one), and write the report (``report.json``, ``report.md``) that the quality
+gates are judged on.
 
 The report is written before the gates are enforced, so a failed build still says which
 intents it confused and how.
@@ -11,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from tsbatch.build import artifacts
-from tsbatch.build.intent.data import OOS_LABEL, IntentData, TrainingError, data_from_settings
+from tsbatch.build.intent.data import (
+    OOS_LABEL,
+    IntentData,
+    TrainingError,
+    check_data,
+    data_from_settings,
+    drop_repeats,
+)
 from tsbatch.build.intent.evaluate import calibrate_threshold, check_gates, evaluate, predict_probabilities
 from tsbatch.build.intent.model import DEFAULT_BASE_MODEL
 from tsbatch.build.intent.train import TrainedModel, TrainingOptions, train
@@ -21,8 +29,50 @@ REPORT_JSON = "report.json"
 REPORT_MARKDOWN = "report.md"
 
 
-def render_markdown(report: dict[str, Any], max_cases: int = 3) -> str:
-    test, validation = report["test"], report["validation"]
+def _split_table(report: dict[str, Any], names: list[str]) -> list[str]:
+    lines = [
+        "| split | examples | in-scope accuracy | oos recall | oos precision | in-scope rejected "
+        "| in-scope macro F1 |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name in names:
+        values = report[name]
+        dropped = report.get("dropped_repeats", {}).get(name, 0)
+        count = f"{values['examples']}" + (f" ({dropped} repeats dropped)" if dropped else "")
+        lines.append(
+            f"| {name} | {count} | {values['in_scope_accuracy']:.4f} | {values['oos_recall']:.4f} | "
+            f"{values['oos_precision']:.4f} | {values['in_scope_rejected']:.4f} | "
+            f"{values.get('in_scope_macro_f1', 0.0):.4f} |"
+        )
+    return lines
+
+
+def _per_label_table(report: dict[str, Any], names: list[str]) -> list[str]:
+    header = " | ".join(f"{name} P | {name} R | {name} F1" for name in names)
+    lines = [f"| label | {header} |", "| --- |" + " --- |" * (3 * len(names))]
+    for label in report["labels"]:
+        cells = []
+        for name in names:
+            values = report[name].get("per_label", {}).get(label)
+            cells += [f"{values[k]:.3f}" for k in ("precision", "recall", "f1")] if values else ["-"] * 3
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _errors(split: dict[str, Any], max_cases: int) -> list[str]:
+    lines = [] if split["per_intent_errors"] else ["None."]
+    for label, entry in split["per_intent_errors"].items():
+        cases = "; ".join(
+            f'"{c["text"]}" -> {c["predicted"]} ({c["confidence"]:.2f})' for c in entry["cases"][:max_cases]
+        )
+        more = f" (+{len(entry['cases']) - max_cases} more)" if len(entry["cases"]) > max_cases else ""
+        lines.append(f"- **{label}** {entry['errors']}/{entry['examples']}: {cases}{more}")
+    return lines
+
+
+def render_markdown(report: dict[str, Any], max_cases: int = 3, max_pairs: int = 15) -> str:
+    scored = [name for name in ("validation", "test", "blind") if name in report]
+    gated = [name for name in scored if name != "validation"]
     gates = report["gates"]
     lines = [
         f"# Intent classifier report: {report['model']}",
@@ -31,33 +81,27 @@ def render_markdown(report: dict[str, Any], max_cases: int = 3) -> str:
         f"{report['train_examples']} training examples, {len(report['labels'])} labels; "
         f"trained in {report['training_seconds']:.0f}s.",
         f"Out of scope: the `{report['oos_label']}` class, or top probability below "
-        f"**{report['oos_threshold']:.2f}** (calibrated on validation).",
+        f"**{report['oos_threshold']:.2f}** (calibrated on validation: most room under both gates).",
         "",
-        "| split | in-scope accuracy | oos recall | oos precision | in-scope rejected |",
-        "| --- | --- | --- | --- | --- |",
+        *_split_table(report, scored),
     ]
-    for name, values in (("validation", validation), ("test", test)):
-        lines.append(
-            f"| {name} | {values['in_scope_accuracy']:.4f} | {values['oos_recall']:.4f} | "
-            f"{values['oos_precision']:.4f} | {values['in_scope_rejected']:.4f} |"
-        )
     verdict = "PASS" if report["passed"] else "FAIL: " + "; ".join(report["failures"])
     lines += [
         "",
-        f"Gates (test): in-scope accuracy >= {gates.get('in_scope_accuracy')}, "
+        f"Gates ({', '.join(gated)}): in-scope accuracy >= {gates.get('in_scope_accuracy')}, "
         f"oos recall >= {gates.get('oos_recall')}: **{verdict}**",
         "",
-        "## Test errors by intent",
+        "## Per label precision / recall / F1",
         "",
+        *_per_label_table(report, gated),
     ]
-    if not test["per_intent_errors"]:
-        lines.append("None.")
-    for label, entry in test["per_intent_errors"].items():
-        cases = "; ".join(
-            f'"{c["text"]}" -> {c["predicted"]} ({c["confidence"]:.2f})' for c in entry["cases"][:max_cases]
-        )
-        more = f" (+{len(entry['cases']) - max_cases} more)" if len(entry["cases"]) > max_cases else ""
-        lines.append(f"- **{label}** {entry['errors']}/{entry['examples']}: {cases}{more}")
+    for name in gated:
+        pairs = report[name].get("confusion_pairs", [])
+        lines += ["", f"## Confusion pairs ({name}: true -> predicted)", ""]
+        lines += [f"- {p['true']} -> {p['predicted']}: {p['count']}" for p in pairs[:max_pairs]] or ["None."]
+        if len(pairs) > max_pairs:
+            lines.append(f"- (+{len(pairs) - max_pairs} more pairs in report.json)")
+        lines += ["", f"## {name.capitalize()} errors by intent", "", *_errors(report[name], max_cases)]
     return "\n".join(lines) + "\n"
 
 
@@ -83,20 +127,28 @@ def train_and_report(
     gates: dict[str, float],
     model_name: str = "bert_intent",
     oos_label: str = OOS_LABEL,
+    dropped_repeats: dict[str, int] | None = None,
 ) -> tuple[TrainedModel, dict[str, Any]]:
-    """Train, calibrate on validation, evaluate on test, write the report; raise below the gates."""
+    """Train, calibrate on validation, score every evaluation split, write the report;
+    raise when test or blind is below a gate."""
     trained = train(data, base_model, out_dir, max_length, options, oos_label)
-    val_probs = predict_probabilities(
-        trained.model, trained.tokenizer_dir, [t for t, _ in data.validation], max_length
-    )
+    splits = data.evaluation_splits()
+    probabilities = {
+        name: predict_probabilities(trained.model, trained.tokenizer_dir, [t for t, _ in rows], max_length)
+        for name, rows in splits.items()
+    }
     threshold, _ = calibrate_threshold(
-        val_probs, trained.labels, [label for _, label in data.validation], oos_label
+        probabilities["validation"],
+        trained.labels,
+        [label for _, label in data.validation],
+        oos_label,
+        gates=gates,
     )
-    test_probs = predict_probabilities(
-        trained.model, trained.tokenizer_dir, [t for t, _ in data.test], max_length
-    )
-    test_report = evaluate(test_probs, trained.labels, data.test, threshold, oos_label)
-    failures = check_gates(test_report, gates)
+    scored = {
+        name: evaluate(probabilities[name], trained.labels, rows, threshold, oos_label)
+        for name, rows in splits.items()
+    }
+    failures = check_gates({name: values for name, values in scored.items() if name != "validation"}, gates)
     report = {
         "model": model_name,
         "base_model": base_model,
@@ -107,17 +159,20 @@ def train_and_report(
         "train_examples": len(data.train),
         "training": {**options.__dict__, "history": trained.history},
         "training_seconds": round(trained.seconds, 1),
-        "validation": evaluate(val_probs, trained.labels, data.validation, threshold, oos_label),
-        "test": test_report,
+        "training_cpu_seconds": round(trained.cpu_seconds, 1),
+        **scored,
+        "dropped_repeats": dropped_repeats or {},
         "gates": gates,
         "passed": not failures,
         "failures": failures,
     }
     path = write_report(report, out_dir)
-    test = report["test"]
+    summary = ", ".join(
+        f"{name} in-scope {values['in_scope_accuracy']:.4f} / oos recall {values['oos_recall']:.4f}"
+        for name, values in scored.items()
+    )
     print(
-        f"[train] test in-scope accuracy {test['in_scope_accuracy']:.4f}, oos recall {test['oos_recall']:.4f} "
-        f"(threshold {threshold:.2f}): {'PASS' if not failures else 'FAIL'}; report {path}",
+        f"[train] {summary} (threshold {threshold:.2f}): {'PASS' if not failures else 'FAIL'}; report {path}",
         flush=True,
     )
     if failures:
@@ -131,7 +186,17 @@ def train_from_settings(
     """:func:`train_and_report` as the model's manifest entry (``settings``, with any
     command-line overrides) asks for it; also returns the data it trained on."""
     training = dict(settings.get("training") or {})
-    data = data_from_settings(settings)
+    data_settings = settings.get("data") or {}
+    oos_label = str(settings.get("oos_label", OOS_LABEL))
+    read = data_from_settings(settings)
+    check_data(read, oos_label)
+    data = drop_repeats(
+        read, bool(data_settings.get("strict", False)), data_settings.get("near_duplicate_overlap")
+    )
+    dropped = {
+        name: len(rows) - len(data.evaluation_splits()[name])
+        for name, rows in read.evaluation_splits().items()
+    }
     trained, report = train_and_report(
         data,
         str(settings.get("base_model", DEFAULT_BASE_MODEL)),
@@ -140,6 +205,7 @@ def train_from_settings(
         TrainingOptions.from_settings(training),
         training.get("gates") or {},
         model_name=spec.name,
-        oos_label=str(settings.get("oos_label", OOS_LABEL)),
+        oos_label=oos_label,
+        dropped_repeats={name: count for name, count in dropped.items() if count},
     )
     return data, trained, report

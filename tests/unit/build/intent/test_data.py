@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.build.intent.data import IntentData, TrainingError, check_data, load_data, read_clinc_json
+from tsbatch.build.intent.data import (
+    IntentData,
+    TrainingError,
+    check_data,
+    drop_repeats,
+    load_data,
+    read_clinc_json,
+)
 from tsbatch.paths import INTENT_DATA_DIR
 
 
@@ -66,12 +73,56 @@ def test_load_data_reads_our_csv_splits() -> None:
         load_data("parquet")
 
 
-def test_check_data_catches_leaks_and_unknown_labels() -> None:
+def test_check_data_names_unknown_labels_and_needs_oos_in_validation() -> None:
     good = IntentData([("a", "x"), ("b", "oos")], [("c", "x"), ("d", "oos")], [("e", "x")], "mem")
     check_data(good, "oos")
-    with pytest.raises(TrainingError, match="also in train"):
-        check_data(IntentData(good.train, good.validation, [("A", "x")], "mem"), "oos")
-    with pytest.raises(TrainingError, match="lacks"):
-        check_data(IntentData(good.train, good.validation, [("z", "y")], "mem"), "oos")
+    with pytest.raises(
+        TrainingError, match=r"test has 2 examples of labels the training split lacks: \['w', 'y'\]"
+    ):
+        check_data(IntentData(good.train, good.validation, [("z", "y"), ("q", "w")], "mem"), "oos")
+    with pytest.raises(TrainingError, match=r"blind .*\['y'\]"):
+        check_data(IntentData(good.train, good.validation, good.test, "mem", [("z", "y")]), "oos")
     with pytest.raises(TrainingError, match="calibrate"):
         check_data(IntentData(good.train, [("c", "x")], good.test, "mem"), "oos")
+
+
+LEAKY = IntentData(
+    train=[("what is my balance", "x"), ("tell me a joke", "oos")],
+    validation=[("What is my balance?", "x"), ("send money", "y"), ("sing a song", "oos")],
+    test=[("send money", "y"), ("what is my balance please", "x"), ("move cash", "y")],
+    source="mem",
+    blind=[("tell me a joke!", "oos"), ("balance of savings", "x")],
+)
+
+
+def test_repeats_are_dropped_from_evaluation_with_a_warning_that_counts_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    kept = drop_repeats(LEAKY)
+    assert kept.train == LEAKY.train
+    assert kept.validation == [("send money", "y"), ("sing a song", "oos")]
+    # "send money" repeats validation, which is scored before test
+    assert kept.test == [("what is my balance please", "x"), ("move cash", "y")]
+    assert kept.blind == [("balance of savings", "x")]
+    warnings = capsys.readouterr().err
+    assert "dropped 1 of 3 validation texts" in warnings and "dropped 1 of 3 test texts" in warnings
+    assert "dropped 1 of 2 blind texts" in warnings
+    near = drop_repeats(LEAKY, min_overlap=0.8)
+    assert near.test == [("move cash", "y")]
+
+
+def test_strict_refuses_repeats_and_accepts_clean_data() -> None:
+    with pytest.raises(TrainingError, match=r"1 validation texts repeat an earlier split \(--strict\)"):
+        drop_repeats(LEAKY, strict=True)
+    clean = IntentData(LEAKY.train, [("sing a song", "oos")], [("move cash", "y")], "mem")
+    assert drop_repeats(clean, strict=True, min_overlap=0.8) == clean
+
+
+def test_blind_file_is_optional(tmp_path: Path) -> None:
+    splits = [INTENT_DATA_DIR / f"{name}.csv" for name in ("train", "val", "test")]
+    absent = load_data("csv", *splits, blind=tmp_path / "missing.csv")
+    assert absent.blind == [] and list(absent.evaluation_splits()) == ["validation", "test"]
+    (tmp_path / "blind.csv").write_text("text,label\nhow much money is in checking,balance\n")
+    present = load_data("csv", *splits, blind=tmp_path / "blind.csv")
+    assert present.blind == [("how much money is in checking", "balance")]
+    assert list(present.evaluation_splits()) == ["validation", "test", "blind"]

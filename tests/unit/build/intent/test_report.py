@@ -26,9 +26,14 @@ def test_markdown_shows_the_failed_verdict_and_each_error() -> None:
             "training_seconds": 1.0,
             "validation": split,
             "test": split,
+            "blind": split,
+            "dropped_repeats": {"blind": 2},
             "gates": {"in_scope_accuracy": 0.95, "oos_recall": 0.4},
             "passed": False,
             "failures": ["x"],
         }
     )
     assert "FAIL" in markdown and '"b" -> balance' in markdown
+    assert "| blind | 4 (2 repeats dropped) | 0.5000 | 0.5000 |" in markdown
+    assert "## Confusion pairs (blind: true -> predicted)" in markdown
+    assert "- transfer -> balance: 1" in markdown and "| transfer | 0.000 | 0.000 | 0.000 |" in markdown

@@ -12,7 +12,14 @@ import torch
 from tests.conftest import tiny_encoder
 from tsbatch.build.intent.data import TrainingError, load_data
 from tsbatch.build.intent.model import IntentClassifier
-from tsbatch.build.intent.train import TrainingOptions, build_optimizer, length_bucketed_batches, train
+from tsbatch.build.intent.train import (
+    TrainingOptions,
+    build_optimizer,
+    class_weights,
+    freeze_lower_layers,
+    length_bucketed_batches,
+    train,
+)
 
 
 def test_training_options_reject_unknown_settings() -> None:
@@ -45,12 +52,35 @@ def test_optimizer_gives_the_head_its_rate_and_skips_frozen_embeddings() -> None
     assert id(embeddings) not in grouped and len(grouped) == len(set(grouped))
 
 
+def test_frozen_layers_leave_the_optimizer_and_refuse_more_than_the_encoder_has() -> None:
+    torch.manual_seed(0)
+    model = IntentClassifier(tiny_encoder(), 3)
+    freeze_lower_layers(model, 1)
+    first, second = model.encoder.encoder.layer
+    assert not any(p.requires_grad for p in (*model.encoder.embeddings.parameters(), *first.parameters()))
+    assert all(p.requires_grad for p in second.parameters())
+    grouped = {
+        id(p) for group in build_optimizer(model, TrainingOptions()).param_groups for p in group["params"]
+    }
+    assert not grouped & {id(p) for p in first.parameters()}
+    with pytest.raises(TrainingError, match="exceeds"):
+        freeze_lower_layers(model, 3)
+
+
+def test_class_weights_shrink_a_large_class_and_keep_the_average_example_at_one() -> None:
+    targets = [0] * 400 + [1] * 100 + [2] * 100
+    weights = class_weights(targets, 3)
+    assert torch.isclose(weights[1] / weights[0], torch.tensor(2.0))
+    assert torch.isclose(weights[torch.as_tensor(targets)].mean(), torch.tensor(1.0))
+
+
 def test_train_fine_tunes_a_tiny_base_model_and_saves_its_tokenizer(
     tmp_path: Path, tiny_base_model: Path, tiny_clinc: Path
 ) -> None:
     data = load_data("clinc150", data=tiny_clinc)
-    options = TrainingOptions(epochs=1, threads=1)
+    options = TrainingOptions(epochs=1, threads=1, frozen_layers=1, balance_classes=True)
     trained = train(data, str(tiny_base_model), tmp_path, 32, options)
+    assert trained.cpu_seconds > 0
     assert trained.labels == ["balance", "transfer", "oos"]
     assert [entry["epoch"] for entry in trained.history] == [1] and trained.history[0]["loss"] > 0
     assert not trained.model.training
