@@ -11,6 +11,7 @@ from PIL import Image
 
 from tsbatch.analysis.selection import knee_batch_size
 from tsbatch.analysis.sweep import curves, read_csv
+from tsbatch.build.artifacts import HANDLER_CONFIG_FILE, read_json
 from tsbatch.build.manifest import load_manifest
 from tsbatch.paths import REPO_ROOT
 
@@ -20,6 +21,19 @@ pytestmark = pytest.mark.slow
 def built_models() -> list[str]:
     return [
         name for name, spec in load_manifest().models.items() if (spec.artifact_dir / "model.pt").exists()
+    ]
+
+
+def compiled_models(models: list[str]) -> list[str]:
+    """The sweep's runtime dimension: `<model>-aoti` for each archive with a gated CPU .pt2."""
+    specs = load_manifest().models
+    return [
+        f"{name}-aoti"
+        for name in models
+        if any(
+            file.startswith("model.cpu-")
+            for file in read_json(specs[name].artifact_dir / HANDLER_CONFIG_FILE).get("compiled_models", [])
+        )
     ]
 
 
@@ -45,7 +59,7 @@ def test_make_sweep_writes_csv_plots_and_a_summary_naming_the_knee(model_store: 
     summary = (out / "summary.md").read_text()
     assert "fp16 autocast skipped: no GPU" in summary or rows[0].device == "cuda"
     groups = dict(curves(rows))
-    assert {model for model, _, _ in groups} == set(models)
+    assert {model for model, _, _ in groups} == set(models) | set(compiled_models(models))
     for (model, scenario, precision), group in groups.items():
         assert [r.batch_size for r in group] == [1, 2, 4, 8], (model, scenario)
         assert all(r.status == "ok" and r.throughput_sps > 0 for r in group)

@@ -58,6 +58,8 @@ def compiled_targets(base: Target, artifact_dir: Path, device_type: str) -> list
         if built_for != device_type:
             continue
         served = load_compiled(artifact_dir / file_name, torch.device(device_type), precision)
+        # Batches above the export bound run in slices, as a worker runs them.
+        served.max_batch = int(handler.get("compiled_max_batch_size", 0))
         targets.append(
             Target(
                 name=f"{base.name}-aoti",
