@@ -58,7 +58,9 @@ class ServedModel:
     def run_once(self, *inputs: torch.Tensor) -> torch.Tensor:
         dtype = DTYPES[self.precision]
         if self.runtime == "aoti":
-            cast = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
+            # A package is compiled for contiguous inputs and does not check strides: a
+            # channels-last or permuted view gives wrong answers silently.
+            cast = [(x.to(dtype) if x.is_floating_point() else x).contiguous() for x in inputs]
             return self.forward(*cast).float()
         if self.precision == "fp32":
             return self.forward(*inputs).float()

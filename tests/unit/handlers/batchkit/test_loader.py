@@ -52,6 +52,15 @@ def test_a_batch_larger_than_the_export_bound_runs_in_slices(tiny_compiled_model
     assert torch.allclose(together, alone, atol=1e-4)
 
 
+def test_a_non_contiguous_input_gets_the_same_answer_from_the_package(tiny_compiled_model_dir) -> None:
+    model_dir, config = tiny_compiled_model_dir
+    served = load(model_dir, config["handler"])
+    images = torch.randn(3, 3, 16, 16)
+    with torch.inference_mode():
+        expected = served(images).clone()
+        assert torch.allclose(served(images.to(memory_format=torch.channels_last)), expected, atol=1e-5)
+
+
 def test_no_package_serves_torchscript(tiny_image_model_dir, caplog) -> None:
     caplog.set_level("INFO")
     model_dir, config = tiny_image_model_dir
@@ -119,5 +128,7 @@ def test_auto_at_fp32_times_the_package_against_torchscript_and_serves_the_faste
         r"runtime auto: model.cpu-fp32.pt2 ([\d.]+) ms, TorchScript ([\d.]+) ms per batch of 4", caplog.text
     )
     assert timed, caplog.text
-    faster = "aoti" if float(timed.group(1)) <= float(timed.group(2)) else "torchscript"
-    assert served.runtime == faster
+    compiled_ms, torchscript_ms = float(timed.group(1)), float(timed.group(2))
+    # The log rounds to 0.1 ms: equal figures may have gone either way.
+    faster = {"aoti"} if compiled_ms < torchscript_ms else {"torchscript"}
+    assert served.runtime in (faster if compiled_ms != torchscript_ms else {"aoti", "torchscript"})
