@@ -13,6 +13,7 @@ import requests
 from PIL import Image
 from sklearn.datasets import load_digits
 
+from batchkit.loader import AUTO_MARGIN
 from tests.fakes import bomb_png
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import Manifest, load_manifest
@@ -213,5 +214,8 @@ def test_the_compiled_package_serves_and_auto_times_it_against_torchscript(
     default_log = (default_server.run_dir / "logs" / "model_log.log").read_text(errors="replace")
     timed = re.search(r"runtime auto: model\.cpu-fp32\.pt2 ([\d.]+) ms, TorchScript ([\d.]+) ms", default_log)
     assert timed, default_server.log_tail()
-    faster = "aoti" if float(timed.group(1)) <= float(timed.group(2)) else "torchscript"
-    assert f"serving {faster} fp32 from" in default_log
+    compiled_ms, torchscript_ms = float(timed.group(1)), float(timed.group(2))
+    bound = torchscript_ms * (1 - AUTO_MARGIN)
+    expected = "aoti" if compiled_ms <= bound else "torchscript"
+    # The log rounds to 0.1 ms: figures that close to the bound may have gone either way.
+    assert abs(compiled_ms - bound) <= 0.1 or f"serving {expected} fp32 from" in default_log
