@@ -63,8 +63,10 @@ class IntentClassifier(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         # The encoder gets a ready 4D additive mask: left to build its own, the Hugging Face
         # code creates tensors on the tracing device, and the TorchScript would then be
-        # pinned to the CPU it was exported on.
-        additive = (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+        # pinned to the CPU it was exported on. The mask takes the weights' dtype: a bf16 or
+        # fp16 encoder adds it to scores of its own dtype, and mixed dtypes fail in export.
+        dtype = self.head.weight.dtype
+        additive = (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
         hidden = self.encoder(input_ids=input_ids, attention_mask=additive)[0]
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
