@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tsbatch.config.properties import read_properties
+from tsbatch.config.properties import load_models, read_properties
 from tsbatch.container import drain_file, drain_seconds, mark_draining
 
 DEFAULT_CONFIG = os.environ.get("TS_CONFIG_FILE", "/app/deploy/config.container.properties")
@@ -64,12 +64,7 @@ class Client:
         self.management = local_url(properties.get("management_address", "http://127.0.0.1:8081"))
         self.metrics = local_url(properties.get("metrics_address", "http://127.0.0.1:8082"))
         self.auth = properties.get("disable_token_authorization", "false").lower() != "true"
-        load_models = properties.get("load_models", "all")
-        self.models = (
-            []
-            if load_models in ("all", "")
-            else [m.strip().removesuffix(".mar") for m in load_models.split(",")]
-        )
+        self.models = load_models(properties) or []  # none listed or `all`: every registered model
         self.key_file = key_file
         self.timeout = timeout
 

@@ -167,7 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     if not (spec.artifact_dir / artifacts.MODEL_FILE).exists():
         print(f"[bench] no exported model in {spec.artifact_dir}: run `make archive` first", file=sys.stderr)
         return 1
-    texts = [text for text, _ in read_csv_examples(REPO_ROOT / spec.settings["data"]["test"])]
+    test_split = spec.text.data.test
+    if test_split is None:
+        print(f"[bench] models.yaml gives {MODEL} no test split (data.test)", file=sys.stderr)
+        return 1
+    texts = [text for text, _ in read_csv_examples(REPO_ROOT / test_split)]
     print(
         f"[bench] {len(texts)} test utterances, {statistics.mean(len(t.split()) for t in texts):.1f} words on average; "
         f"{args.clients} clients, {args.warmup:.0f}s warm-up + {args.duration:.0f}s measured per run"

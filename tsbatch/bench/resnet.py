@@ -65,9 +65,7 @@ def imagenet_spec(spec: ModelSpec, work: Path) -> ModelSpec:
     torch.save(torchvision.models.resnet18().state_dict(), weights)
     # Random weights answer noise: record the gates but keep every candidate, for timing.
     compile_section = {"targets": "host", "torchscript_precisions": "host", "enforce_gates": False}
-    bench_spec = replace(
-        spec, build_dir=work / "build", settings={**spec.settings, "compile": compile_section}
-    )
+    bench_spec = replace(spec.with_settings(compile=compile_section), build_dir=work / "build")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         export(bench_spec, weights, None)

@@ -23,6 +23,7 @@ import torch
 from batchkit.loader import ServedModel, compiled_file_name, load_compiled
 from batchkit.precision import DTYPES, choose_precision, cuda_problem
 from tsbatch.build.gates import Batch, GateResult, Scorer, batch_independence, judge, probabilities
+from tsbatch.build.schema import Compile
 
 
 @dataclass(frozen=True)
@@ -73,19 +74,17 @@ def host_targets() -> list[str]:
     return targets
 
 
-def compile_settings(settings: dict[str, Any]) -> CompileSettings:
+def compile_settings(section: Compile) -> CompileSettings:
     """The ``compile:`` section; ``host`` (the default of both lists) means what this machine
     serves: emulated bf16 gates cost minutes on a large input, so they run only when asked."""
-    section = settings.get("compile") or {}
-    targets = section.get("targets", "host")
-    precisions = section.get("torchscript_precisions", "host")
+    precisions: Sequence[str] = section.torchscript_precisions
     if precisions == "host":
         precisions = [target.split("-")[1] for target in host_targets() if not target.endswith("-fp32")]
     return CompileSettings(
-        targets=tuple(host_targets() if targets == "host" else targets or ()),
-        max_batch_size=int(section.get("max_batch_size", 16)),
+        targets=tuple(host_targets() if section.targets == "host" else section.targets),
+        max_batch_size=section.max_batch_size,
         torchscript_precisions=tuple(dict.fromkeys(precisions)),
-        enforce_gates=bool(section.get("enforce_gates", True)),
+        enforce_gates=section.enforce_gates,
     )
 
 

@@ -21,6 +21,7 @@ import yaml
 
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest, parse_manifest_command
+from tsbatch.build.schema import SERVING_KEYS
 from tsbatch.config.properties import (
     BATCH_KEYS,
     model_settings,
@@ -31,9 +32,6 @@ from tsbatch.config.properties import (
 from tsbatch.paths import DEFAULT_PROPERTIES, HANDLERS_DIR
 
 MODEL_CONFIG_FILE = "model-config.yaml"
-# Manifest keys the handler reads at serving time only: packaging copies them into the
-# handler config, so changing one repackages (seconds) instead of exporting again.
-SERVING_KEYS = ("max_inputs_per_request",)
 
 
 class PackageError(RuntimeError):
@@ -57,7 +55,7 @@ def archive_settings(properties_path: Path, model_name: str) -> dict[str, Any]:
 def model_config(spec: ModelSpec, settings: dict[str, Any]) -> dict[str, Any]:
     handler = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     handler["torch_threads"] = settings["torchThreads"]
-    handler.update({key: spec.settings[key] for key in SERVING_KEYS if key in spec.settings})
+    handler.update(spec.config.model_dump(include=set(SERVING_KEYS)))
     config = {key: settings[key] for key in BATCH_KEYS}
     config["handler"] = handler
     return config

@@ -16,7 +16,8 @@ from typing import Any
 
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import ModelSpec, parse_manifest_command
-from tsbatch.build.package import SERVING_KEYS, package
+from tsbatch.build.package import package
+from tsbatch.build.schema import SERVING_KEYS
 from tsbatch.paths import REPO_ROOT
 
 EXPORT_INPUTS_FILE = "export_inputs.json"
@@ -41,7 +42,7 @@ def export_inputs(spec: ModelSpec, root: Path) -> dict[str, Any]:
     The handler file and the serving-time keys are left out: packaging copies them, so
     editing them needs no re-export.
     """
-    entry = {key: value for key, value in spec.settings.items() if key not in ("handler", *SERVING_KEYS)}
+    entry = spec.config.model_dump(mode="json", exclude_unset=True, exclude={"handler", *SERVING_KEYS})
     files: dict[str, str] = {}
 
     def visit(value: Any) -> None:

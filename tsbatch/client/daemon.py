@@ -20,7 +20,7 @@ from tsbatch.client.process import (
     stop_process_group,
 )
 from tsbatch.config.check import check
-from tsbatch.config.properties import ADDRESS_KEYS, model_settings, read_properties
+from tsbatch.config.properties import ADDRESS_KEYS, load_models, model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 
 
@@ -49,9 +49,11 @@ def stop(run_dir: Path) -> bool:
 
 def start(run_dir: Path, properties: Path, timeout: float, manifest: Manifest | None = None) -> int:
     manifest = manifest or load_manifest()
-    models = [
-        m.removesuffix(".mar") for m in read_properties(properties)["load_models"].split(",") if m.strip()
-    ]
+    listed = load_models(read_properties(properties))
+    models = list(manifest.models) if listed is None else listed
+    if not models:
+        print(f"{properties}: load_models names no model; list the archives to serve (resnet18.mar,...)")
+        return 2
     for model in models:  # seconds when only config.properties changed; no re-export
         package(manifest.model(model), manifest, properties)
     problems = check(properties, manifest, include_archives=True)

@@ -13,18 +13,20 @@ import difflib
 import ipaddress
 import os
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import yaml
 
-from tsbatch.build.manifest import Manifest, add_manifest_arguments, load_manifest
+from tsbatch.build.manifest import Manifest, ManifestError, add_manifest_arguments, load_manifest
+from tsbatch.config.crosscheck import cross_check
+from tsbatch.config.findings import Problem
 from tsbatch.config.properties import (
     ADDRESS_KEYS,
     BATCH_KEYS,
     PropertiesError,
+    load_models,
     model_settings,
     read_properties,
 )
@@ -58,16 +60,6 @@ MODEL_KEYS = {
     "continuousBatching", "useJobTicket", "useVenv", "stateful", "jobQueueSize",
     "maxRetryTimeoutInSec", "clientTimeoutInMills", "deviceIds", "torchThreads",
 }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Problem:
-    severity: str  # "error" or "warning"
-    where: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.severity.upper():7} {self.where}: {self.message}"
 
 
 def _suggest(name: str, known: set[str]) -> str:
@@ -253,9 +245,8 @@ def check_models(values: dict[str, str]) -> tuple[list[Problem], dict[str, dict[
                 "CPU-bound workers will slow each other down (fine when models run on GPUs).",
             )
         )
-    loaded = [m.strip().removesuffix(".mar") for m in values.get("load_models", "").split(",") if m.strip()]
-    for model in loaded:
-        if model not in settings and model.lower() != "all":
+    for model in load_models(values) or []:
+        if model not in settings:
             problems.append(
                 Problem(
                     "warning",
@@ -312,16 +303,16 @@ def check(
     problems = check_properties(values, properties_path.resolve().parent)
     model_problems, settings = check_models(values)
     problems += model_problems
+    store = (
+        manifest.model_store
+        if manifest
+        else properties_path.resolve().parent / values.get("model_store", "model-store")
+    )
+    if manifest is not None:
+        problems += cross_check(values, settings, manifest, store)
     if include_archives and settings:
-        store = (
-            manifest.model_store
-            if manifest
-            else properties_path.resolve().parent / values.get("model_store", "model-store")
-        )
-        loaded = [
-            m.strip().removesuffix(".mar") for m in values.get("load_models", "").split(",") if m.strip()
-        ]
-        if loaded and "all" not in {m.lower() for m in loaded}:
+        loaded = load_models(values)
+        if loaded:
             settings = {name: entry for name, entry in settings.items() if name in loaded}
         problems += check_archives(settings, store)
     return problems
@@ -333,7 +324,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-archives", action="store_true", help="check the file only")
     parser.add_argument("--strict", action="store_true", help="warnings fail too")
     args = parser.parse_args(argv)
-    problems = check(args.properties, load_manifest(args.manifest), not args.no_archives)
+    try:
+        manifest: Manifest | None = load_manifest(args.manifest)
+        problems = []
+    except ManifestError as exc:  # the build refuses it too; check config.properties alone
+        manifest, problems = None, [Problem("error", str(args.manifest), str(exc))]
+    problems += check(args.properties, manifest, not args.no_archives)
     for problem in problems:
         print(problem)
     errors = [p for p in problems if p.severity == "error"]

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 BATCH_KEYS = ("minWorkers", "maxWorkers", "batchSize", "maxBatchDelay", "responseTimeout")
-TOOLKIT_KEYS = ("torchThreads",)
 # TorchServe's three APIs and the keys that hold their addresses.
 ADDRESS_KEYS = {
     "inference": "inference_address",
@@ -102,6 +102,16 @@ def read_properties(path: Path) -> dict[str, str]:
     for entry in parse_entries(path.read_text()):
         values[entry.key] = entry.value
     return values
+
+
+def load_models(properties: Mapping[str, str]) -> list[str] | None:
+    """The model names ``load_models`` asks TorchServe to load at start, as TorchServe reads
+    it: comma-separated archive names (``.mar`` optional, spaces ignored); None for ``all``
+    (every archive in the store); an empty list when the key is absent or empty."""
+    names = [name.strip() for name in properties.get("load_models", "").split(",") if name.strip()]
+    if any(name.lower() == "all" for name in names):
+        return None
+    return [name.removesuffix(".mar") for name in names]
 
 
 def model_settings(properties: dict[str, str]) -> dict[str, dict[str, Any]]:

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from tsbatch.build.manifest import Manifest, load_manifest
 from tsbatch.build.package import package
-from tsbatch.config.check import Problem, check, check_archives, check_models
-from tsbatch.config.properties import read_properties
+from tsbatch.config.check import check, check_archives, check_models
+from tsbatch.config.findings import Problem
+from tsbatch.config.properties import load_models, read_properties
 
 KSERVE_STORAGE_ENV = "STORAGE_URI"
 KSERVE_MODEL_DIR = Path("/mnt/models")
@@ -64,18 +65,10 @@ def kserve_storage(
     )
 
 
-def loaded_models(properties: Path) -> list[str]:
-    return [
-        m.strip().removesuffix(".mar")
-        for m in read_properties(properties).get("load_models", "").split(",")
-        if m.strip() and m.strip().lower() != "all"
-    ]
-
-
 def stale_archives(properties: Path, store: Path) -> list[Problem]:
     """Archives in ``store`` whose baked batch settings differ from the file (or are missing)."""
     _, settings = check_models(read_properties(properties))
-    wanted = set(loaded_models(properties)) or set(settings)
+    wanted = set(load_models(read_properties(properties)) or settings)
     return check_archives({name: entry for name, entry in settings.items() if name in wanted}, store)
 
 
@@ -102,7 +95,7 @@ def prepare(
         print(f"[start] {properties} wins: repackaging into {writable_store}")
         target = writable_store
         private = replace(repo, model_store=target)
-        for name in loaded_models(properties):
+        for name in load_models(read_properties(properties)) or repo.models:
             package(private.model(name), private, properties)
     problems = check(properties, replace(repo, model_store=target), include_archives=True)
     for problem in problems:

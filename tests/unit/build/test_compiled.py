@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from tests.conftest import TinyImageNet
+from tsbatch.build.schema import Compile
 from tsbatch.build.compiled import CompileSettings, build_and_gate, compile_settings, host_targets
 from tsbatch.build.gates import top1_accuracy
 
@@ -15,9 +16,9 @@ def test_host_targets_follow_the_automatic_choice(monkeypatch) -> None:
     monkeypatch.delenv("TSBATCH_PRECISION", raising=False)
     targets = host_targets()
     assert targets[0] in ("cpu-fp32", "cpu-bf16")
-    assert compile_settings({"compile": {"targets": ["cpu-fp16"], "max_batch_size": 8}}).targets == ("cpu-fp16",)
-    assert compile_settings({}).max_batch_size == 16
-    assert compile_settings({}).torchscript_precisions == tuple(t.split("-")[1] for t in targets if "fp32" not in t)
+    assert compile_settings(Compile(targets=("cpu-fp16",), max_batch_size=8)).targets == ("cpu-fp16",)
+    assert compile_settings(Compile()).max_batch_size == 16
+    assert compile_settings(Compile()).torchscript_precisions == tuple(t.split("-")[1] for t in targets if "fp32" not in t)
 
 
 def test_torchscript_bf16_is_gated_against_fp32(tmp_path: Path) -> None:

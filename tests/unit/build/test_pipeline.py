@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from tsbatch.build import artifacts
-from tsbatch.build.manifest import ModelSpec
+from tsbatch.build.manifest import ModelSpec, validate_entry
 from tsbatch.build.pipeline import EXPORT_INPUTS_FILE, export_inputs, needs_export
 
 
 def make_spec(root: Path, **settings: object) -> ModelSpec:
     entry = {"kind": "text", "handler": "handlers/intent_handler.py", "version": "1.0", **settings}
-    return ModelSpec(
-        name="m", kind="text", handler=root / "h.py", version="1.0", settings=entry, build_dir=root / "build"
-    )
+    return ModelSpec(name="m", config=validate_entry("m", entry, root / "models.yaml"), build_dir=root / "build", root=root)
 
 
 def export_here(spec: ModelSpec, root: Path) -> None:
@@ -34,9 +31,9 @@ def test_current_artifacts_are_kept_and_handler_edits_do_not_count(tmp_path: Pat
     spec = make_spec(tmp_path, data={"train": "train.csv"}, max_length=64)
     export_here(spec, tmp_path)
     assert needs_export(spec, tmp_path) is None
-    edited = replace(spec, settings={**spec.settings, "handler": "handlers/other.py"})
+    edited = spec.with_settings(handler="handlers/other.py")
     assert needs_export(edited, tmp_path) is None
-    serving = replace(spec, settings={**spec.settings, "max_inputs_per_request": 8})
+    serving = spec.with_settings(max_inputs_per_request=8)
     assert needs_export(serving, tmp_path) is None
 
 
@@ -44,7 +41,7 @@ def test_changed_manifest_entry_or_data_file_is_exported_again(tmp_path: Path) -
     (tmp_path / "train.csv").write_text("text,label\nhi,greet\n")
     spec = make_spec(tmp_path, data={"train": "train.csv"}, max_length=64)
     export_here(spec, tmp_path)
-    longer = replace(spec, settings={**spec.settings, "max_length": 128})
+    longer = spec.with_settings(max_length=128)
     assert needs_export(longer, tmp_path) == "its manifest entry changed"
     (tmp_path / "train.csv").write_text("text,label\nhi,greet\nbye,farewell\n")
     assert needs_export(spec, tmp_path) == "its input files changed (train.csv)"

@@ -8,13 +8,14 @@ import pytest
 
 from tsbatch.build import artifacts, variants
 from tsbatch.build.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
-from tsbatch.build.manifest import ModelSpec
+from tsbatch.build.manifest import ModelSpec, validate_entry
 
 
 @pytest.fixture
 def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelSpec:
     monkeypatch.delenv("TSBATCH_PRECISION", raising=False)
-    spec = ModelSpec("m", "image", tmp_path / "h.py", "1", {}, tmp_path / "build")
+    entry = {"kind": "image", "handler": "h.py", "version": "1"}
+    spec = ModelSpec("m", validate_entry("m", entry, tmp_path / "models.yaml"), tmp_path / "build", tmp_path)
     artifacts.write_json(
         spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE,
         {"precision": "auto", "runtime": "auto", "compiled_models": ["model.cpu-fp32.pt2"]},

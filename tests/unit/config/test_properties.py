@@ -71,3 +71,11 @@ def test_repository_config_is_readable_and_safe() -> None:
     assert values["enable_model_api"] == "false"
     assert values["metrics_mode"] == "prometheus"
     assert set(model_settings(values)) == {"resnet18", "bert_intent"}
+
+
+def test_load_models_is_read_as_torchserve_reads_it() -> None:
+    from tsbatch.config.properties import load_models
+
+    assert load_models({"load_models": " resnet18.mar, bert_intent ,"}) == ["resnet18", "bert_intent"]
+    assert load_models({"load_models": "ALL"}) is None
+    assert load_models({}) == [] and load_models({"load_models": " "}) == []

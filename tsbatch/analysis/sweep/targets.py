@@ -141,9 +141,8 @@ def intent_base_target(work_dir: Path) -> Target:
     (timing only), for a machine where build/bert_intent was not built."""
     from tsbatch.build.intent.model import IntentClassifier, load_encoder, save_tokenizer
 
-    settings = load_manifest().model("bert_intent").settings
-    max_length = int(settings.get("max_length", 64))
-    base = str(settings.get("base_model"))
+    settings = load_manifest().model("bert_intent").text
+    max_length, base = settings.max_length, settings.base_model
     torch.manual_seed(0)
     model = IntentClassifier(load_encoder(base), num_labels=16).eval()
     tokenizer_dir = save_tokenizer(base, work_dir / "tokenizer", max_length)

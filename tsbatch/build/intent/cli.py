@@ -18,15 +18,16 @@ punctuation noise so that real users' spelling does not surprise it.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from pydantic import ValidationError
 
 from tsbatch.build.intent.data import TrainingError
 from tsbatch.build.intent.report import print_report, train_from_settings
 from tsbatch.build.manifest import ModelSpec, load_manifest
+from tsbatch.build.schema import TextModel
 from tsbatch.paths import DEFAULT_MANIFEST
 
 
@@ -54,9 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="output folder (default: build/<model>)")
 
 
-def settings_from_arguments(settings: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
-    """The manifest entry with the command-line overrides applied (a deep copy)."""
-    merged = json.loads(json.dumps(settings))
+def settings_from_arguments(settings: TextModel, args: argparse.Namespace) -> TextModel:
+    """The manifest entry with the command-line overrides applied, validated again."""
+    merged = settings.model_dump(mode="json", exclude_unset=True)
     data = merged.setdefault("data", {})
     if args.base_model:
         merged["base_model"] = args.base_model
@@ -81,13 +82,16 @@ def settings_from_arguments(settings: dict[str, Any], args: argparse.Namespace) 
     ):
         if value is not None:
             gates[key] = value
-    return merged
+    try:
+        return TextModel.model_validate(merged)
+    except ValidationError as exc:
+        raise TrainingError(f"invalid command-line settings: {exc}") from None
 
 
 def run_command(
     description: str,
     argv: list[str] | None,
-    build: Callable[[ModelSpec, dict[str, Any], Path], object],
+    build: Callable[[ModelSpec, TextModel, Path], object],
     tag: str,
 ) -> int:
     """Parse the shared options, call ``build(spec, settings with the overrides, out)`` and
@@ -100,7 +104,7 @@ def run_command(
     spec = load_manifest(args.manifest).model(args.model)
     out = args.out or spec.artifact_dir
     try:
-        build(spec, settings_from_arguments(spec.settings, args), out)
+        build(spec, settings_from_arguments(spec.text, args), out)
     except TrainingError as exc:
         print_report(out)
         print(f"[{tag}] FAILED: {exc}", file=sys.stderr)

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from tsbatch.build.intent.leakage import find_duplicates
+from tsbatch.build.schema import OOS_LABEL
+from tsbatch.build.schema import IntentData as DataSection
 from tsbatch.paths import REPO_ROOT
-
-OOS_LABEL = "oos"
 CLINC_SPLITS = {
     "train": ("train", "oos_train"),
     "validation": ("val", "oos_val"),
@@ -116,19 +116,18 @@ def load_data(
     )
 
 
-def data_from_settings(settings: dict[str, Any]) -> IntentData:
+def data_from_settings(data: DataSection) -> IntentData:
     """The splits a manifest entry's ``data`` names; relative paths are from the repository."""
-    data = settings.get("data") or {}
 
     def path(key: str) -> Path | None:
-        value = data.get(key)
+        value = getattr(data, key)
         if value is None:
             return None
         value = Path(value)
         return value if value.is_absolute() else REPO_ROOT / value
 
     return load_data(
-        data.get("format", "csv"),
+        data.format,
         path("train"),
         path("validation"),
         path("test"),

@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
-from tsbatch.build.intent.data import OOS_LABEL, Example
+from tsbatch.build.intent.data import Example
+from tsbatch.build.schema import OOS_LABEL
 
 GATED_SCORES = ("in_scope_accuracy", "oos_recall")
 

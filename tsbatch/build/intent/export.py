@@ -27,7 +27,7 @@ from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.build import artifacts
 from tsbatch.build.compiled import GateOutcome
 from tsbatch.build.intent.cli import run_command
-from tsbatch.build.intent.data import OOS_LABEL, TrainingError
+from tsbatch.build.intent.data import TrainingError
 from tsbatch.build.intent.gating import compile_and_gate
 from tsbatch.build.intent.model import TOKENIZER_DIR, IntentClassifier
 from tsbatch.build.intent.report import train_from_settings
@@ -135,7 +135,7 @@ def verification_texts(examples: Sequence[tuple[str, str]], count: int = 12) -> 
 
 def handler_config(
     spec: ModelSpec,
-    settings: dict[str, Any],
+    settings: TextModel,
     threshold: float,
     base_model: str,
     gates: GateOutcome | None = None,
@@ -147,16 +147,16 @@ def handler_config(
         labels_file=artifacts.LABELS_FILE,
         tokenizer_dir=TOKENIZER_DIR,
         base_model=base_model,
-        max_length=int(settings.get("max_length", 64)),
+        max_length=settings.max_length,
         oos_threshold=float(threshold),
-        oos_label=str(settings.get("oos_label", OOS_LABEL)),
-        top_k=int(settings.get("top_k", 5)),
-        token_budget=int(settings.get("token_budget", 4096)),
-        pass_overhead_tokens=int(settings.get("pass_overhead_tokens", 0)),
-        max_body_bytes=int(settings.get("max_body_bytes", 64 * 1024)),
-        warmup_batch_sizes=tuple(int(size) for size in settings.get("warmup_batch_sizes", [1])),
-        precision=str(settings.get("precision", "auto")),
-        runtime=str(settings.get("runtime", "auto")),
+        oos_label=settings.oos_label,
+        top_k=settings.top_k,
+        token_budget=settings.token_budget,
+        pass_overhead_tokens=settings.pass_overhead_tokens,
+        max_body_bytes=settings.max_body_bytes,
+        warmup_batch_sizes=settings.warmup_batch_sizes,
+        precision=settings.precision,
+        runtime=settings.runtime,
     )
     values = {**to_mapping(config), **(gates.handler_fields() if gates else {})}
     values.pop("torch_threads")
@@ -174,23 +174,22 @@ def clear_artifacts(out: Path) -> None:
         (out / name).unlink(missing_ok=True)
 
 
-def export(spec: ModelSpec, settings: dict[str, Any] | None = None, out: Path | None = None) -> Path:
+def export(spec: ModelSpec, settings: TextModel | None = None, out: Path | None = None) -> Path:
     """Train, verify and write ``build/<model>/``; raises when a gate or a check fails."""
     started = time.perf_counter()
-    settings = settings if settings is not None else spec.settings
+    settings = settings if settings is not None else spec.text
     out = out or spec.artifact_dir
     out.mkdir(parents=True, exist_ok=True)
     clear_artifacts(out)
     data, trained, report = train_from_settings(spec, settings, out)
     base_model = report["base_model"]
-    max_length = int(settings.get("max_length", 64))
+    max_length = settings.max_length
     texts = verification_texts(data.test)
     tokenizer = load_tokenizer(trained.tokenizer_dir, max_length)
     example = pad_to_longest(tokenize(tokenizer, texts[:: max(1, len(texts) // 3)]).ids, pad_id(tokenizer))
     traced = trace(trained.model, *example)
     model_path = out / artifacts.MODEL_FILE
     traced.save(str(model_path))
-    verify_settings = settings.get("verify") or {}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what TorchServe loads
@@ -201,13 +200,13 @@ def export(spec: ModelSpec, settings: dict[str, Any] | None = None, out: Path | 
             trained.tokenizer_dir,
             texts,
             max_length,
-            float(verify_settings.get("atol", 1e-4)),
-            [int(size) for size in verify_settings.get("batch_sizes", [1, 4, 8])],
+            settings.verify.atol,
+            list(settings.verify.batch_sizes),
         )
     except Exception:
         model_path.unlink(missing_ok=True)
         raise
-    oos_label = str(settings.get("oos_label", OOS_LABEL))
+    oos_label = settings.oos_label
     gates = compile_and_gate(
         settings,
         out,

@@ -11,6 +11,7 @@ import torch
 
 from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.build.compiled import GateOutcome, build_and_gate, compile_settings
+from tsbatch.build.schema import TextModel
 from tsbatch.build.gates import Batch, Scorer
 from tsbatch.build.intent.data import Example
 from tsbatch.build.intent.model import IntentClassifier
@@ -43,7 +44,7 @@ def test_batches(tokenizer_dir: Path, max_length: int, examples: Sequence[Exampl
 
 
 def compile_and_gate(
-    settings: dict[str, Any],
+    settings: TextModel,
     out: Path,
     model: IntentClassifier,
     traced: torch.jit.ScriptModule,
@@ -55,8 +56,8 @@ def compile_and_gate(
 ) -> GateOutcome:
     """.pt2 packages for what the build host serves, gated with the TorchScript candidates
     on the test split; written into ``out``."""
-    compiling = compile_settings(settings)
-    max_length = int(settings.get("max_length", 64))
+    compiling = compile_settings(settings.compile)
+    max_length = settings.max_length
     batches = test_batches(tokenizer_dir, max_length, examples, min(8, compiling.max_batch_size))
     tokenizer = load_tokenizer(tokenizer_dir, max_length)
     first = tokenize(tokenizer, [text for text, _ in examples[: len(batches[0][0])]]).ids

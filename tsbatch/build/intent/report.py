@@ -13,7 +13,6 @@ from typing import Any
 
 from tsbatch.build import artifacts
 from tsbatch.build.intent.data import (
-    OOS_LABEL,
     IntentData,
     TrainingError,
     check_data,
@@ -21,9 +20,9 @@ from tsbatch.build.intent.data import (
     drop_repeats,
 )
 from tsbatch.build.intent.evaluate import calibrate_threshold, check_gates, evaluate, predict_probabilities
-from tsbatch.build.intent.model import DEFAULT_BASE_MODEL
 from tsbatch.build.intent.train import TrainedModel, TrainingOptions, train
 from tsbatch.build.manifest import ModelSpec
+from tsbatch.build.schema import OOS_LABEL, TextModel
 
 REPORT_JSON = "report.json"
 REPORT_MARKDOWN = "report.md"
@@ -157,7 +156,7 @@ def train_and_report(
         "oos_label": oos_label,
         "oos_threshold": threshold,
         "train_examples": len(data.train),
-        "training": {**options.__dict__, "history": trained.history},
+        "training": {**options.model_dump(exclude={"gates"}), "history": trained.history},
         "training_seconds": round(trained.seconds, 1),
         "training_cpu_seconds": round(trained.cpu_seconds, 1),
         **scored,
@@ -181,29 +180,25 @@ def train_and_report(
 
 
 def train_from_settings(
-    spec: ModelSpec, settings: dict[str, Any], out_dir: Path
+    spec: ModelSpec, settings: TextModel, out_dir: Path
 ) -> tuple[IntentData, TrainedModel, dict[str, Any]]:
     """:func:`train_and_report` as the model's manifest entry (``settings``, with any
     command-line overrides) asks for it; also returns the data it trained on."""
-    training = dict(settings.get("training") or {})
-    data_settings = settings.get("data") or {}
-    oos_label = str(settings.get("oos_label", OOS_LABEL))
-    read = data_from_settings(settings)
+    oos_label = settings.oos_label
+    read = data_from_settings(settings.data)
     check_data(read, oos_label)
-    data = drop_repeats(
-        read, bool(data_settings.get("strict", False)), data_settings.get("near_duplicate_overlap")
-    )
+    data = drop_repeats(read, settings.data.strict, settings.data.near_duplicate_overlap)
     dropped = {
         name: len(rows) - len(data.evaluation_splits()[name])
         for name, rows in read.evaluation_splits().items()
     }
     trained, report = train_and_report(
         data,
-        str(settings.get("base_model", DEFAULT_BASE_MODEL)),
+        settings.base_model,
         out_dir,
-        int(settings.get("max_length", 64)),
-        TrainingOptions.from_settings(training),
-        training.get("gates") or {},
+        settings.max_length,
+        settings.training,
+        settings.training.gates.model_dump(),
         model_name=spec.name,
         oos_label=oos_label,
         dropped_repeats={name: count for name, count in dropped.items() if count},

@@ -21,39 +21,10 @@ import torch
 from tqdm import tqdm
 
 from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
-from tsbatch.build.intent.data import OOS_LABEL, IntentData, TrainingError, check_data
+from tsbatch.build.intent.data import IntentData, TrainingError, check_data
 from tsbatch.build.intent.model import TOKENIZER_DIR, IntentClassifier, load_encoder, save_tokenizer
 from tsbatch.build.intent.noise import add_noise
-
-
-@dataclass(frozen=True)
-class TrainingOptions:
-    epochs: int = 4
-    batch_size: int = 32
-    learning_rate: float = 5e-5
-    head_learning_rate: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_fraction: float = 0.1
-    label_smoothing: float = 0.1
-    noise_probability: float = 0.3
-    dropout: float = 0.1
-    freeze_word_embeddings: bool = True
-    # The lowest encoder layers keep their pretrained weights: their backward pass is
-    # skipped, which is most of the time saved, and general wording stays as pretrained.
-    frozen_layers: int = 0
-    # Loss weight per class ~ 1/sqrt(its training count): a large oos class no longer pulls
-    # short or indirect in-scope queries towards itself.
-    balance_classes: bool = False
-    seed: int = 0
-    threads: int | None = None
-
-    @classmethod
-    def from_settings(cls, settings: dict[str, Any]) -> TrainingOptions:
-        known = {name for name in cls.__dataclass_fields__}
-        unknown = sorted(set(settings) - known - {"gates"})
-        if unknown:
-            raise TrainingError(f"unknown training settings {unknown} (known: {sorted(known)})")
-        return cls(**{key: value for key, value in settings.items() if key in known})
+from tsbatch.build.schema import OOS_LABEL, TrainingOptions
 
 
 @dataclass

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from tsbatch.build.schema import Digits
 from tsbatch.build.resnet.weights import ExportError, ResolvedWeights, build_architecture
 from tsbatch.workloads.images import ink_pictures
 
@@ -19,7 +20,7 @@ DIGITS_MEAN = (0.5, 0.5, 0.5)
 DIGITS_STD = (0.5, 0.5, 0.5)
 
 
-def train_on_digits(architecture: str, options: dict[str, Any]) -> ResolvedWeights:
+def train_on_digits(architecture: str, options: Digits) -> ResolvedWeights:
     """Train the architecture on real handwritten digits; fail if held-out accuracy is low."""
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
@@ -27,10 +28,7 @@ def train_on_digits(architecture: str, options: dict[str, Any]) -> ResolvedWeigh
 
     from batchkit.images import preprocess
 
-    seed = int(options.get("seed", 0))
-    size = int(options.get("image_size", 32))
-    epochs = int(options.get("epochs", 6))
-    batch_size = int(options.get("batch_size", 64))
+    seed, size, epochs, batch_size = options.seed, options.image_size, options.epochs, options.batch_size
     torch.manual_seed(seed)
     generator = np.random.default_rng(seed)
     digits = load_digits()
@@ -50,10 +48,10 @@ def train_on_digits(architecture: str, options: dict[str, Any]) -> ResolvedWeigh
     train_images, test_images = ink_pictures(train_x), ink_pictures(test_x)
     test_tensor = tensors(test_images, augmented=False)
     model = build_architecture(architecture, 10)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=float(options.get("learning_rate", 2e-3)))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=options.learning_rate)
     steps = epochs * int(np.ceil(len(train_images) / batch_size))
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=float(options.get("learning_rate", 2e-3)), total_steps=steps
+        optimizer, max_lr=options.learning_rate, total_steps=steps
     )
     labels_tensor = torch.as_tensor(train_y)
     started = time.perf_counter()
@@ -77,7 +75,7 @@ def train_on_digits(architecture: str, options: dict[str, Any]) -> ResolvedWeigh
             flush=True,
         )
     accuracy = held_out_accuracy(model, test_tensor, test_y)
-    minimum = float(options.get("min_accuracy", 0.95))
+    minimum = options.min_accuracy
     print(f"[export] digits held-out accuracy {accuracy:.4f} on {len(test_y)} images (gate {minimum})")
     if accuracy < minimum:
         raise ExportError(f"digits accuracy {accuracy:.4f} is below the gate {minimum}")

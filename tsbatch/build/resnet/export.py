@@ -35,22 +35,19 @@ from tsbatch.paths import DEFAULT_MANIFEST
 
 
 def resolve_weights(spec: ModelSpec, weights_path: Path | None, labels_path: Path | None) -> ResolvedWeights:
-    settings = spec.settings
-    architecture = settings.get("architecture", "resnet18")
-    weights = settings.get("weights") or {}
-    path = weights_path or (Path(weights["path"]) if weights.get("path") else None)
-    labels = labels_path or (Path(weights["labels"]) if weights.get("labels") else None)
+    config = spec.image
+    weights = config.weights
+    path = weights_path or (Path(weights.path) if weights.path else None)
+    labels = labels_path or (Path(weights.labels) if weights.labels else None)
     if path is not None:
-        return load_user_weights(path, labels, architecture, settings)
-    if weights.get("torchvision"):
-        resolved = load_torchvision_weights(
-            architecture, weights["torchvision"], bool(weights.get("download", True))
-        )
+        return load_user_weights(path, labels, config.architecture, config.preprocessing)
+    if weights.torchvision:
+        resolved = load_torchvision_weights(config.architecture, weights.torchvision, weights.download)
         if resolved is not None:
             return resolved
-    require_digits_allowed(architecture)
+    require_digits_allowed(config.architecture)
     print("[export] no pretrained weights available: training on scikit-learn digits")
-    return train_on_digits(architecture, weights.get("digits") or {})
+    return train_on_digits(config.architecture, weights.digits)
 
 
 def verify(
@@ -104,7 +101,7 @@ def compile_and_gate(
     resolved: ResolvedWeights, scripted: torch.jit.ScriptModule, spec: ModelSpec
 ) -> GateOutcome:
     """.pt2 packages for what the build host serves, gated with the TorchScript candidates."""
-    settings = compile_settings(spec.settings)
+    settings = compile_settings(spec.image.compile)
     eager = resolved.model
     if eager is None:
         print("[export] a TorchScript artifact cannot be exported to .pt2: serving TorchScript only")
@@ -118,19 +115,17 @@ def compile_and_gate(
 
 def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path | None = None) -> Path:
     """Build ``build/<model>/``: TorchScript, labels, handler config and build info."""
-    settings = spec.settings
+    config = spec.image
     resolved = resolve_weights(spec, weights_path, labels_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what TorchServe loads
         scripted = resolved.scripted or torch.jit.script(resolved.model)
-    verify_settings = settings.get("verify") or {}
-    atol = float(verify_settings.get("atol", 1e-4))
-    optimize = bool(settings.get("optimize", True))
+    atol, optimize = config.verify.atol, config.optimize
     report = verify(
         resolved,
         scripted,
         atol,
-        [int(b) for b in verify_settings.get("batch_sizes", [1, 4])],
+        list(config.verify.batch_sizes),
         optimized=optimize_for_serving(scripted) if optimize else None,
     )
     out = spec.artifact_dir
@@ -140,7 +135,7 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
     artifacts.write_json(out / artifacts.LABELS_FILE, resolved.labels)
     handler_config = {
         "model_name": spec.name,
-        "architecture": settings.get("architecture", "resnet18"),
+        "architecture": config.architecture,
         "model_file": artifacts.MODEL_FILE,
         "labels_file": artifacts.LABELS_FILE,
         "weights": resolved.source,
@@ -148,14 +143,14 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
         "crop_size": resolved.crop_size,
         "mean": list(resolved.mean),
         "std": list(resolved.std),
-        "top_k": int(settings.get("top_k", 5)),
-        "max_image_pixels": int(settings.get("max_image_pixels", 40_000_000)),
-        "max_body_bytes": int(settings.get("max_body_bytes", 20 * 1024 * 1024)),
-        "warmup_batch_sizes": list(settings.get("warmup_batch_sizes", [1])),
+        "top_k": config.top_k,
+        "max_image_pixels": config.max_image_pixels,
+        "max_body_bytes": config.max_body_bytes,
+        "warmup_batch_sizes": list(config.warmup_batch_sizes),
         "optimize": optimize,
         "optimize_atol": atol,
-        "precision": str(settings.get("precision", "auto")),
-        "runtime": str(settings.get("runtime", "auto")),
+        "precision": config.precision,
+        "runtime": config.runtime,
         **gates.handler_fields(),
     }
     artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, handler_config)

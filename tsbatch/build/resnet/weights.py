@@ -19,6 +19,7 @@ import torch
 import torchvision
 
 from tsbatch.build import artifacts
+from tsbatch.build.schema import Preprocessing
 
 SUPPORTED_ARCHITECTURES = ("resnet18", "resnet34", "resnet50")
 ALLOW_DIGITS_ENV = "TSBATCH_ALLOW_DIGITS"
@@ -71,13 +72,16 @@ def cached_weights_path(weights: Any) -> Path:
 
 
 def load_user_weights(
-    path: Path, labels_path: Path | None, architecture: str, settings: dict
+    path: Path, labels_path: Path | None, architecture: str, preprocessing_section: Preprocessing | None = None
 ) -> ResolvedWeights:
-    """A user's TorchScript artifact (packaged as is) or a state_dict for the architecture."""
+    """A user's TorchScript artifact (packaged as is) or a state_dict for the architecture;
+    preprocessing as given, else torchvision's for the architecture."""
     if not path.exists():
         raise ExportError(f"weights path {path} does not exist")
-    preprocessing = settings.get("preprocessing") or imagenet_preprocessing(
-        torchvision_weights(architecture, "DEFAULT")
+    preprocessing = (
+        preprocessing_section.model_dump()
+        if preprocessing_section is not None
+        else imagenet_preprocessing(torchvision_weights(architecture, "DEFAULT"))
     )
     labels = artifacts.read_labels(labels_path) if labels_path else None
     try:

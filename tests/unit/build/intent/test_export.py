@@ -35,11 +35,12 @@ def test_export_writes_a_verified_archive_layout(
     tmp_path: Path, tiny_base_model: Path, tiny_clinc: Path
 ) -> None:
     spec = load_manifest().model("bert_intent")
-    settings = json.loads(json.dumps(spec.settings))
-    settings["base_model"] = str(tiny_base_model)
-    settings["data"] = {"format": "clinc150", "path": str(tiny_clinc)}
-    settings["training"] = {"epochs": 1, "threads": 1, "gates": {"in_scope_accuracy": 0.0, "oos_recall": 0.0}}
-    settings["compile"] = {"targets": [], "torchscript_precisions": ["bf16"]}  # no compile: seconds
+    settings = spec.with_settings(
+        base_model=str(tiny_base_model),
+        data={"format": "clinc150", "path": str(tiny_clinc)},
+        training={"epochs": 1, "threads": 1, "gates": {"in_scope_accuracy": 0.0, "oos_recall": 0.0}},
+        compile={"targets": [], "torchscript_precisions": ["bf16"]},  # no compile: seconds
+    ).text
     out = export_module.export(spec, settings, tmp_path / "build")
     for name in (
         "model.pt",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from pydantic import ValidationError
 
 from tests.conftest import tiny_encoder
 from tsbatch.build.intent.data import TrainingError, load_data
@@ -23,10 +24,10 @@ from tsbatch.build.intent.train import (
 
 
 def test_training_options_reject_unknown_settings() -> None:
-    options = TrainingOptions.from_settings({"epochs": 2, "seed": 3, "gates": {}})
+    options = TrainingOptions.model_validate({"epochs": 2, "seed": 3, "gates": {}})
     assert (options.epochs, options.seed) == (2, 3)
-    with pytest.raises(TrainingError, match="unknown"):
-        TrainingOptions.from_settings({"epoch": 2})
+    with pytest.raises(ValidationError, match="epoch"):
+        TrainingOptions.model_validate({"epoch": 2})
 
 
 def test_batches_cover_every_example_once_and_group_similar_lengths() -> None:

@@ -21,8 +21,8 @@ from tsbatch.build.resnet.weights import ExportError, load_user_weights
 def spec(tmp_path: Path):
     spec = load_manifest().model("resnet18")
     # No .pt2 and no emulated-bf16 gate at 224x224 here: test_compiled covers them on tiny models.
-    settings = {**spec.settings, "compile": {"targets": [], "torchscript_precisions": []}}
-    return replace(spec, build_dir=tmp_path / "build", settings=settings)
+    no_compile = spec.with_settings(compile={"targets": [], "torchscript_precisions": []})
+    return replace(no_compile, build_dir=tmp_path / "build")
 
 
 def test_user_torchscript_artifact_is_packaged_without_reexport(tmp_path: Path, spec) -> None:
@@ -49,7 +49,7 @@ def test_verification_fails_when_scripted_differs_from_eager(tmp_path: Path, spe
     model = torchvision.models.resnet18(num_classes=2).eval()
     torch.save(model.state_dict(), tmp_path / "w.pth")
     (tmp_path / "l.txt").write_text("a\nb\n")
-    resolved = load_user_weights(tmp_path / "w.pth", tmp_path / "l.txt", "resnet18", spec.settings)
+    resolved = load_user_weights(tmp_path / "w.pth", tmp_path / "l.txt", "resnet18")
     resolved.crop_size = 64
     other = torch.jit.script(torchvision.models.resnet18(num_classes=2).eval())
     with pytest.raises(ExportError, match="verification failed"):
@@ -63,7 +63,7 @@ def test_verification_covers_the_module_workers_will_run(tmp_path: Path, spec) -
     model = torchvision.models.resnet18(num_classes=2).eval()
     torch.save(model.state_dict(), tmp_path / "w.pth")
     (tmp_path / "l.txt").write_text("a\nb\n")
-    resolved = load_user_weights(tmp_path / "w.pth", tmp_path / "l.txt", "resnet18", spec.settings)
+    resolved = load_user_weights(tmp_path / "w.pth", tmp_path / "l.txt", "resnet18")
     resolved.crop_size = 64
     scripted = torch.jit.script(model)
     report = verify(

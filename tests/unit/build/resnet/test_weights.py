@@ -30,12 +30,12 @@ def test_user_state_dict_with_labels(tmp_path: Path, spec) -> None:
     model = torchvision.models.resnet18(num_classes=3)
     torch.save(model.state_dict(), tmp_path / "weights.pth")
     (tmp_path / "labels.txt").write_text("cat\ndog\nbird\n")
-    resolved = load_user_weights(tmp_path / "weights.pth", tmp_path / "labels.txt", "resnet18", spec.settings)
+    resolved = load_user_weights(tmp_path / "weights.pth", tmp_path / "labels.txt", "resnet18")
     assert resolved.labels == ["cat", "dog", "bird"]
     assert resolved.source == "user state_dict weights.pth"
     assert (resolved.resize_size, resolved.crop_size) == (256, 224)
     with pytest.raises(ExportError, match="needs a labels file"):
-        load_user_weights(tmp_path / "weights.pth", None, "resnet18", spec.settings)
+        load_user_weights(tmp_path / "weights.pth", None, "resnet18")
 
 
 def test_torchvision_weights_come_from_the_local_hub_cache(tmp_path: Path, monkeypatch) -> None:
@@ -56,7 +56,7 @@ def test_without_weights_the_build_refuses_the_digits_placeholder(tmp_path: Path
     """No path, an empty hub cache and no download: the image build's situation offline."""
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
     monkeypatch.delenv(ALLOW_DIGITS_ENV, raising=False)
-    offline = replace(spec, settings={**spec.settings, "weights": {"torchvision": "DEFAULT", "download": False}})
+    offline = spec.with_settings(weights={"torchvision": "DEFAULT", "download": False})
     with pytest.raises(ExportError, match=f"placeholder: set {ALLOW_DIGITS_ENV}=1"):
         resolve_weights(offline, None, None)
     monkeypatch.setenv(ALLOW_DIGITS_ENV, "0")
