@@ -134,7 +134,9 @@ def validate_entry(name: str, entry: Any, source: Path) -> ModelEntry:
         raise ManifestError(f"{where}: expected a mapping of settings, got {entry!r}")
     kind = entry.get("kind")
     if kind not in KINDS:
-        raise ManifestError(f"{where}: `kind` must be one of {sorted(KINDS)} (got {kind!r}){nearest(str(kind), KINDS)}")
+        raise ManifestError(
+            f"{where}: `kind` must be one of {sorted(KINDS)} (got {kind!r}){nearest(str(kind), KINDS)}"
+        )
     model_type = KINDS[kind]
     try:
         return model_type.model_validate(entry)

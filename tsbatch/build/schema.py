@@ -122,7 +122,10 @@ class IntentData(Section):
     path: str | None = None
     blind: str | None = None
     near_duplicate_overlap: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+    # Evaluation texts repeating an earlier split: reported and scored by default (a public
+    # benchmark's test split stays whole); strict refuses them, drop_repeats removes them.
     strict: bool = False
+    drop_repeats: bool = False
 
 
 class Gates(Section):

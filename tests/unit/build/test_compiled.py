@@ -7,9 +7,9 @@ from pathlib import Path
 import torch
 
 from tests.conftest import TinyImageNet
-from tsbatch.build.schema import Compile
 from tsbatch.build.compiled import CompileSettings, build_and_gate, compile_settings, host_targets
 from tsbatch.build.gates import top1_accuracy
+from tsbatch.build.schema import Compile
 
 
 def test_host_targets_follow_the_automatic_choice(monkeypatch) -> None:

@@ -11,7 +11,9 @@ from tsbatch.build.pipeline import EXPORT_INPUTS_FILE, export_inputs, needs_expo
 
 def make_spec(root: Path, **settings: object) -> ModelSpec:
     entry = {"kind": "text", "handler": "handlers/intent_handler.py", "version": "1.0", **settings}
-    return ModelSpec(name="m", config=validate_entry("m", entry, root / "models.yaml"), build_dir=root / "build", root=root)
+    return ModelSpec(
+        name="m", config=validate_entry("m", entry, root / "models.yaml"), build_dir=root / "build", root=root
+    )
 
 
 def export_here(spec: ModelSpec, root: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tsbatch.build import artifacts, variants
-from tsbatch.build.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
 from tsbatch.build.manifest import ModelSpec, validate_entry
+from tsbatch.build.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
 
 
 @pytest.fixture

@@ -44,8 +44,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--blind", type=Path, help="CSV with text,label scored and gated, never tuned on")
     parser.add_argument(
         "--strict",
-        action="store_true",
-        help="refuse evaluation texts that repeat an earlier split instead of dropping them",
+        action=argparse.BooleanOptionalAction,
+        help="refuse evaluation texts that repeat an earlier split (default: models.yaml's for its own "
+        "data; off for data given here)",
+    )
+    parser.add_argument(
+        "--drop-repeats",
+        action=argparse.BooleanOptionalAction,
+        help="drop repeating evaluation texts (the report says which split was altered); default: "
+        "score every split whole and report the repeats",
+    )
+    parser.add_argument(
+        "--near-duplicate-overlap",
+        type=float,
+        help="word overlap that makes a near repeat (default: models.yaml's for its own data; exact "
+        "repeats only for data given here)",
     )
     parser.add_argument("--min-in-scope-accuracy", type=float, help="gate on test (and blind)")
     parser.add_argument("--min-oos-recall", type=float, help="gate on test (and blind)")
@@ -53,6 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int)
     parser.add_argument("--threads", type=int, help="torch CPU threads for training")
     parser.add_argument("--out", type=Path, help="output folder (default: build/<model>)")
+
+
+# Settings of models.yaml's data section that describe the project's own data.
+PROJECT_DATA_KEYS = ("blind", "strict", "drop_repeats", "near_duplicate_overlap")
 
 
 def settings_from_arguments(settings: TextModel, args: argparse.Namespace) -> TextModel:
@@ -64,13 +81,16 @@ def settings_from_arguments(settings: TextModel, args: argparse.Namespace) -> Te
     if args.data_format:
         data["format"] = args.data_format
     if any(getattr(args, key) is not None for key in ("data", "train", "validation", "test")):
-        data.pop("blind", None)  # the manifest's blind set belongs to the manifest's data
+        # These describe the manifest's own data, not data given here.
+        for key in PROJECT_DATA_KEYS:
+            data.pop(key, None)
     for key in ("data", "train", "validation", "test", "blind"):
         value = getattr(args, key)
         if value is not None:
             data["path" if key == "data" else key] = str(value)
-    if args.strict:
-        data["strict"] = True
+    for key in ("strict", "drop_repeats", "near_duplicate_overlap"):
+        if getattr(args, key) is not None:
+            data[key] = getattr(args, key)
     training = merged.setdefault("training", {})
     for key in ("epochs", "seed", "threads"):
         if getattr(args, key) is not None:

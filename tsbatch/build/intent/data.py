@@ -20,6 +20,7 @@ from tsbatch.build.intent.leakage import find_duplicates
 from tsbatch.build.schema import OOS_LABEL
 from tsbatch.build.schema import IntentData as DataSection
 from tsbatch.paths import REPO_ROOT
+
 CLINC_SPLITS = {
     "train": ("train", "oos_train"),
     "validation": ("val", "oos_val"),
@@ -153,30 +154,59 @@ def check_data(data: IntentData, oos_label: str) -> None:
         raise TrainingError(f"the validation split needs {oos_label!r} examples to calibrate the threshold")
 
 
-def drop_repeats(data: IntentData, strict: bool = False, min_overlap: float | None = None) -> IntentData:
-    """Each evaluation split without the texts that repeat an earlier split (train first),
-    exactly or, with ``min_overlap``, nearly; ``strict`` refuses them instead."""
+@dataclass(frozen=True)
+class Leakage:
+    """The texts of one evaluation split that repeat an earlier split (train first)."""
+
+    split: str
+    size: int
+    exact: int
+    near: int
+    examples: tuple[str, ...]
+    dropped: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "repeats": self.exact + self.near,
+            "exact": self.exact,
+            "near": self.near,
+            "examples": list(self.examples),
+            "dropped": self.dropped,
+        }
+
+
+def screen_repeats(
+    data: IntentData, strict: bool = False, drop: bool = False, min_overlap: float | None = None
+) -> tuple[IntentData, dict[str, Leakage]]:
+    """Find the evaluation texts that repeat an earlier split, exactly or (``min_overlap``)
+    nearly. By default every split is scored whole and the leakage reported, so figures on a
+    public benchmark compare with published ones; ``strict`` refuses repeats, ``drop``
+    removes them (the report then says which splits were altered)."""
     kept: dict[str, list[Example]] = {}
+    leakage: dict[str, Leakage] = {}
     reference = [text for text, _ in data.train]
     for name, split in data.evaluation_splits().items():
         repeats = find_duplicates([text for text, _ in split], reference, min_overlap)
+        shown = tuple(f"{split[r.index][0]!r} ~ {reference[r.reference_index]!r}" for r in repeats[:3])
         if repeats and strict:
-            shown = [f"{split[r.index][0]!r} ~ {reference[r.reference_index]!r}" for r in repeats[:3]]
             raise TrainingError(
                 f"{len(repeats)} {name} texts repeat an earlier split (--strict), e.g. {'; '.join(shown)}"
             )
         if repeats:
             exact = sum(r.exact for r in repeats)
+            leakage[name] = Leakage(name, len(split), exact, len(repeats) - exact, shown, drop)
+            action = "dropped" if drop else "kept (scored whole; --drop-repeats removes them)"
             print(
-                f"[train] warning: dropped {len(repeats)} of {len(split)} {name} texts that repeat an "
-                f"earlier split ({exact} same words, {len(repeats) - exact} near); --strict refuses them",
+                f"[train] warning: {len(repeats)} of {len(split)} {name} texts repeat an earlier split "
+                f"({exact} same words, {len(repeats) - exact} near), {action}; e.g. {shown[0]}",
                 file=sys.stderr,
                 flush=True,
             )
-        dropped = {r.index for r in repeats}
+        dropped = {r.index for r in repeats} if drop else set()
         kept[name] = [example for i, example in enumerate(split) if i not in dropped]
         reference += [text for text, _ in kept[name]]
-    return replace(data, **kept)
+    return replace(data, **kept), leakage
 
 
 def _relative(path: Path) -> Path:

@@ -32,6 +32,7 @@ from tsbatch.build.intent.gating import compile_and_gate
 from tsbatch.build.intent.model import TOKENIZER_DIR, IntentClassifier
 from tsbatch.build.intent.report import train_from_settings
 from tsbatch.build.manifest import ModelSpec
+from tsbatch.build.schema import TextModel
 
 VERIFY_LENGTHS = (1, 7, 23)  # plus max_length; token counts of the random verification rows
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.build.compiled import GateOutcome, build_and_gate, compile_settings
-from tsbatch.build.schema import TextModel
 from tsbatch.build.gates import Batch, Scorer
 from tsbatch.build.intent.data import Example
 from tsbatch.build.intent.model import IntentClassifier
+from tsbatch.build.schema import TextModel
 
 
 def intent_scorer(labels: Sequence[str], targets: Sequence[str], threshold: float, oos_label: str) -> Scorer:

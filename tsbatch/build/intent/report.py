@@ -14,10 +14,11 @@ from typing import Any
 from tsbatch.build import artifacts
 from tsbatch.build.intent.data import (
     IntentData,
+    Leakage,
     TrainingError,
     check_data,
     data_from_settings,
-    drop_repeats,
+    screen_repeats,
 )
 from tsbatch.build.intent.evaluate import calibrate_threshold, check_gates, evaluate, predict_probabilities
 from tsbatch.build.intent.train import TrainedModel, TrainingOptions, train
@@ -36,8 +37,9 @@ def _split_table(report: dict[str, Any], names: list[str]) -> list[str]:
     ]
     for name in names:
         values = report[name]
-        dropped = report.get("dropped_repeats", {}).get(name, 0)
-        count = f"{values['examples']}" + (f" ({dropped} repeats dropped)" if dropped else "")
+        found = report.get("leakage", {}).get(name)
+        note = f" ({found['repeats']} repeats {'dropped' if found['dropped'] else 'kept'})" if found else ""
+        count = f"{values['examples']}{note}"
         lines.append(
             f"| {name} | {count} | {values['in_scope_accuracy']:.4f} | {values['oos_recall']:.4f} | "
             f"{values['oos_precision']:.4f} | {values['in_scope_rejected']:.4f} | "
@@ -69,6 +71,24 @@ def _errors(split: dict[str, Any], max_cases: int) -> list[str]:
     return lines
 
 
+def _leakage_lines(leakage: dict[str, dict[str, Any]]) -> list[str]:
+    """Which splits repeat an earlier one, with examples, and which were altered."""
+    if not leakage:
+        return []
+    lines = ["", "Leakage (evaluation texts repeating an earlier split):", ""]
+    for name, found in leakage.items():
+        fate = (
+            "**dropped: this split is altered**, its figures do not compare with published ones"
+            if found["dropped"]
+            else "kept: the split is scored whole"
+        )
+        lines.append(
+            f"- {name}: {found['repeats']} of {found['size']} ({found['exact']} exact, {found['near']} near), "
+            f"{fate}; e.g. {'; '.join(found['examples'])}"
+        )
+    return lines
+
+
 def render_markdown(report: dict[str, Any], max_cases: int = 3, max_pairs: int = 15) -> str:
     scored = [name for name in ("validation", "test", "blind") if name in report]
     gated = [name for name in scored if name != "validation"]
@@ -84,6 +104,7 @@ def render_markdown(report: dict[str, Any], max_cases: int = 3, max_pairs: int =
         "",
         *_split_table(report, scored),
     ]
+    lines += _leakage_lines(report.get("leakage", {}))
     verdict = "PASS" if report["passed"] else "FAIL: " + "; ".join(report["failures"])
     lines += [
         "",
@@ -126,7 +147,7 @@ def train_and_report(
     gates: dict[str, float],
     model_name: str = "bert_intent",
     oos_label: str = OOS_LABEL,
-    dropped_repeats: dict[str, int] | None = None,
+    leakage: dict[str, Leakage] | None = None,
 ) -> tuple[TrainedModel, dict[str, Any]]:
     """Train, calibrate on validation, score every evaluation split, write the report;
     raise when test or blind is below a gate."""
@@ -160,7 +181,7 @@ def train_and_report(
         "training_seconds": round(trained.seconds, 1),
         "training_cpu_seconds": round(trained.cpu_seconds, 1),
         **scored,
-        "dropped_repeats": dropped_repeats or {},
+        "leakage": {name: found.as_dict() for name, found in (leakage or {}).items()},
         "gates": gates,
         "passed": not failures,
         "failures": failures,
@@ -187,11 +208,8 @@ def train_from_settings(
     oos_label = settings.oos_label
     read = data_from_settings(settings.data)
     check_data(read, oos_label)
-    data = drop_repeats(read, settings.data.strict, settings.data.near_duplicate_overlap)
-    dropped = {
-        name: len(rows) - len(data.evaluation_splits()[name])
-        for name, rows in read.evaluation_splits().items()
-    }
+    section = settings.data
+    data, leakage = screen_repeats(read, section.strict, section.drop_repeats, section.near_duplicate_overlap)
     trained, report = train_and_report(
         data,
         settings.base_model,
@@ -201,6 +219,6 @@ def train_from_settings(
         settings.training.gates.model_dump(),
         model_name=spec.name,
         oos_label=oos_label,
-        dropped_repeats={name: count for name, count in dropped.items() if count},
+        leakage=leakage,
     )
     return data, trained, report

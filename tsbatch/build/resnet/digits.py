@@ -6,14 +6,13 @@ real classifier; it fails below the manifest's accuracy gate.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 import torch
 from PIL import Image
 
-from tsbatch.build.schema import Digits
 from tsbatch.build.resnet.weights import ExportError, ResolvedWeights, build_architecture
+from tsbatch.build.schema import Digits
 from tsbatch.workloads.images import ink_pictures
 
 DIGITS_MEAN = (0.5, 0.5, 0.5)

@@ -72,7 +72,10 @@ def cached_weights_path(weights: Any) -> Path:
 
 
 def load_user_weights(
-    path: Path, labels_path: Path | None, architecture: str, preprocessing_section: Preprocessing | None = None
+    path: Path,
+    labels_path: Path | None,
+    architecture: str,
+    preprocessing_section: Preprocessing | None = None,
 ) -> ResolvedWeights:
     """A user's TorchScript artifact (packaged as is) or a state_dict for the architecture;
     preprocessing as given, else torchvision's for the architecture."""

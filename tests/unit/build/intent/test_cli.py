@@ -46,3 +46,22 @@ def test_strict_blind_and_gates_come_from_flags_over_the_manifest() -> None:
 def test_a_bad_override_is_refused_naming_the_key() -> None:
     with pytest.raises(TrainingError, match="epochs"):
         settings_from_arguments(entry(), parse("--epochs", "0"))
+
+
+def test_project_data_settings_do_not_apply_to_data_given_on_the_command_line() -> None:
+    ours = entry(data={"train": "t.csv", "blind": "b.csv", "strict": True, "near_duplicate_overlap": 0.8})
+    theirs = settings_from_arguments(ours, parse("--data-format", "clinc150", "--data", "data_full.json"))
+    assert (theirs.data.strict, theirs.data.drop_repeats, theirs.data.near_duplicate_overlap) == (
+        False,
+        False,
+        None,
+    )
+    asked = parse(
+        "--data-format", "clinc150", "--data", "x.json", "--strict", "--near-duplicate-overlap", "0.9"
+    )
+    assert settings_from_arguments(ours, asked).data.strict
+    assert settings_from_arguments(ours, asked).data.near_duplicate_overlap == 0.9
+    dropping = settings_from_arguments(ours, parse("--data", "x.json", "--drop-repeats"))
+    assert dropping.data.drop_repeats and not dropping.data.strict
+    assert not settings_from_arguments(ours, parse("--no-strict")).data.strict  # our own data, asked
+    assert settings_from_arguments(ours, parse()).data.strict  # our own data: models.yaml's

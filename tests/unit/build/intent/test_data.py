@@ -11,9 +11,9 @@ from tsbatch.build.intent.data import (
     IntentData,
     TrainingError,
     check_data,
-    drop_repeats,
     load_data,
     read_clinc_json,
+    screen_repeats,
 )
 from tsbatch.paths import INTENT_DATA_DIR
 
@@ -95,27 +95,41 @@ LEAKY = IntentData(
 )
 
 
-def test_repeats_are_dropped_from_evaluation_with_a_warning_that_counts_them(
+def test_repeats_are_reported_and_every_split_scored_whole_by_default(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    kept = drop_repeats(LEAKY)
-    assert kept.train == LEAKY.train
+    whole, leakage = screen_repeats(LEAKY)
+    assert whole == LEAKY
+    assert {name: (found.exact, found.near, found.dropped) for name, found in leakage.items()} == {
+        "validation": (1, 0, False),
+        "test": (1, 0, False),
+        "blind": (1, 0, False),
+    }
+    assert leakage["test"].examples == ("'send money' ~ 'send money'",)
+    assert "1 of 3 test texts repeat an earlier split" in capsys.readouterr().err
+
+
+def test_repeats_are_dropped_when_asked_with_a_warning_that_counts_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    kept, leakage = screen_repeats(LEAKY, drop=True)
+    assert kept.train == LEAKY.train and all(found.dropped for found in leakage.values())
     assert kept.validation == [("send money", "y"), ("sing a song", "oos")]
     # "send money" repeats validation, which is scored before test
     assert kept.test == [("what is my balance please", "x"), ("move cash", "y")]
     assert kept.blind == [("balance of savings", "x")]
     warnings = capsys.readouterr().err
-    assert "dropped 1 of 3 validation texts" in warnings and "dropped 1 of 3 test texts" in warnings
-    assert "dropped 1 of 2 blind texts" in warnings
-    near = drop_repeats(LEAKY, min_overlap=0.8)
+    assert "1 of 3 validation texts" in warnings and "1 of 3 test texts" in warnings
+    assert "1 of 2 blind texts" in warnings and "dropped" in warnings
+    near, _ = screen_repeats(LEAKY, drop=True, min_overlap=0.8)
     assert near.test == [("move cash", "y")]
 
 
 def test_strict_refuses_repeats_and_accepts_clean_data() -> None:
     with pytest.raises(TrainingError, match=r"1 validation texts repeat an earlier split \(--strict\)"):
-        drop_repeats(LEAKY, strict=True)
+        screen_repeats(LEAKY, strict=True)
     clean = IntentData(LEAKY.train, [("sing a song", "oos")], [("move cash", "y")], "mem")
-    assert drop_repeats(clean, strict=True, min_overlap=0.8) == clean
+    assert screen_repeats(clean, strict=True, min_overlap=0.8) == (clean, {})
 
 
 def test_blind_file_is_optional(tmp_path: Path) -> None:

@@ -27,7 +27,16 @@ def test_markdown_shows_the_failed_verdict_and_each_error() -> None:
             "validation": split,
             "test": split,
             "blind": split,
-            "dropped_repeats": {"blind": 2},
+            "leakage": {
+                "blind": {
+                    "size": 6,
+                    "repeats": 2,
+                    "exact": 1,
+                    "near": 1,
+                    "examples": ["'a' ~ 'a'"],
+                    "dropped": True,
+                }
+            },
             "gates": {"in_scope_accuracy": 0.95, "oos_recall": 0.4},
             "passed": False,
             "failures": ["x"],
@@ -35,5 +44,6 @@ def test_markdown_shows_the_failed_verdict_and_each_error() -> None:
     )
     assert "FAIL" in markdown and '"b" -> balance' in markdown
     assert "| blind | 4 (2 repeats dropped) | 0.5000 | 0.5000 |" in markdown
+    assert "- blind: 2 of 6 (1 exact, 1 near), **dropped: this split is altered**" in markdown
     assert "## Confusion pairs (blind: true -> predicted)" in markdown
     assert "- transfer -> balance: 1" in markdown and "| transfer | 0.000 | 0.000 | 0.000 |" in markdown

@@ -60,5 +60,5 @@ def test_without_weights_the_build_refuses_the_digits_placeholder(tmp_path: Path
     with pytest.raises(ExportError, match=f"placeholder: set {ALLOW_DIGITS_ENV}=1"):
         resolve_weights(offline, None, None)
     monkeypatch.setenv(ALLOW_DIGITS_ENV, "0")
-    with pytest.raises(ExportError, match="weights.path"):
+    with pytest.raises(ExportError, match=r"weights\.path"):
         resolve_weights(offline, None, None)
