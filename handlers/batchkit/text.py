@@ -8,7 +8,6 @@ queries are mostly a dozen tokens long.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -21,7 +20,7 @@ from tokenizers import Tokenizer
 from batchkit.batching import plan_sub_batches
 from batchkit.errors import InvalidText
 from batchkit.metrics import PaddingStats
-from batchkit.payloads import check_size
+from batchkit.payloads import check_size, parse_json_object
 from batchkit.protocols import InputSchema
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -42,13 +41,9 @@ def text_from_body(body: Any, max_body_bytes: int) -> str:
             body = bytes(body).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidText(f"body is not valid UTF-8 (byte {exc.start})") from exc
-    if isinstance(body, str) and body.lstrip().startswith("{"):
-        try:
-            body = json.loads(body)
-        except json.JSONDecodeError as exc:
-            raise InvalidText(f"body starts like JSON but is not valid JSON: {exc.msg}") from exc
-    if isinstance(body, dict):
-        body = _text_field(body)
+    document = parse_json_object(body, InvalidText)
+    if document is not None:
+        body = _text_field(document)
     if not isinstance(body, str):
         raise InvalidText(f'expected text or a JSON object {{"text": "..."}}, got {type(body).__name__}')
     if not body.strip():

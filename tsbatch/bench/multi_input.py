@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tsbatch.build.manifest import load_manifest
 from tsbatch.client.load import LoadDriver, LoadSpec, ResponseCheck
+from tsbatch.client.metrics import rise_ratio
 from tsbatch.client.process import TorchServe, start_instance
 from tsbatch.workloads.images import encoded_pictures
 from tsbatch.workloads.schemas import body_problems, multi_input_problems
@@ -61,7 +62,7 @@ def measure(server: TorchServe, driver: LoadDriver, load: LoadSpec, per_request:
     before = server.settled_counters(MODEL, COUNTED)
     figures = driver.run(load).figures()
     after = server.settled_counters(MODEL, COUNTED)
-    batches = after["BatchesTotal"] - before["BatchesTotal"]
+    per_batch = rise_ratio(before, after, "BatchedInputsTotal", "BatchesTotal")
     rps = figures.throughput_rps or 0.0
     return {
         "per_request": per_request,
@@ -71,9 +72,7 @@ def measure(server: TorchServe, driver: LoadDriver, load: LoadSpec, per_request:
         "p99_ms": figures.p99_ms if figures.p99_ms is not None else float("nan"),
         "errors": figures.failures,
         "completed": figures.requests,
-        "images_per_batch": (after["BatchedInputsTotal"] - before["BatchedInputsTotal"]) / batches
-        if batches
-        else float("nan"),
+        "images_per_batch": float("nan") if per_batch is None else per_batch,
     }
 
 

@@ -9,7 +9,7 @@ order, TorchServe's trailing comma and escaped label values from mattering anywh
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 _SAMPLE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
@@ -72,12 +72,25 @@ def model_counters(metrics_text: str, model: str, names: Sequence[str]) -> dict[
     return {name: present.get(name, 0.0) for name in names}
 
 
+def counter_rise(before: float, after: float) -> float:
+    """How much a counter rose between two scrapes, restart-safe: a restarted server starts
+    its counters again from 0, so a fall means ``after`` is what was counted since."""
+    return after - before if after >= before else after
+
+
+def rise_ratio(
+    before: Mapping[str, float], after: Mapping[str, float], numerator: str, denominator: str
+) -> float | None:
+    """The rise of one counter per rise of another between two scrapes (mean batch size:
+    BatchedRequestsTotal per BatchesTotal); None when the denominator did not rise."""
+    below = counter_rise(before.get(denominator, 0.0), after.get(denominator, 0.0))
+    if below <= 0:
+        return None
+    return counter_rise(before.get(numerator, 0.0), after.get(numerator, 0.0)) / below
+
+
 def mean_formed_batch(before_text: str, after_text: str, model: str) -> float | None:
-    """Mean batch size the frontend actually formed between two scrapes: the rate of
-    BatchedRequestsTotal over the rate of BatchesTotal. None when no batch ran."""
+    """Mean batch size the frontend actually formed between two scrapes. None when no batch ran."""
     names = ["BatchesTotal", "BatchedRequestsTotal"]
     before, after = model_counters(before_text, model, names), model_counters(after_text, model, names)
-    batches = after["BatchesTotal"] - before["BatchesTotal"]
-    if batches <= 0:
-        return None
-    return (after["BatchedRequestsTotal"] - before["BatchedRequestsTotal"]) / batches
+    return rise_ratio(before, after, "BatchedRequestsTotal", "BatchesTotal")

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from tsbatch.client.metrics import counter_rise
+
 STAGES = ("preprocess", "inference", "postprocess")
 SERVER_COUNTERS = (
     "BatchesTotal",
@@ -142,8 +144,7 @@ def figures_between(
         """``None`` when the server does not export it (an archive built before the metric existed)."""
         if name not in last.counters:
             return None
-        # a server restarted between the scrapes starts its counters again from 0
-        return max(0.0, last.counters[name] - first.counters.get(name, 0.0))
+        return counter_rise(first.counters.get(name, 0.0), last.counters[name])
 
     batches, requests = rise("BatchesTotal") or 0.0, rise("BatchedRequestsTotal") or 0.0
     frontend_requests = rise("ts_inference_requests_total")

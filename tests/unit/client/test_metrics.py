@@ -83,3 +83,16 @@ def test_counters_by_model_reads_both_model_labels_and_leaves_out_absent_counter
         "ts_queue_latency_microseconds": 5000.0,
     }
     assert counters["bert_intent"] == {"BatchesTotal": 7.0}  # no padding counter: not exported, not 0
+
+
+def test_rises_survive_a_counter_reset() -> None:
+    from tsbatch.client.metrics import counter_rise, rise_ratio
+
+    assert counter_rise(100.0, 130.0) == 30.0
+    assert counter_rise(100.0, 12.0) == 12.0  # restarted: counted again from 0
+    before, after = (
+        {"BatchesTotal": 50.0, "BatchedRequestsTotal": 400.0},
+        {"BatchesTotal": 5.0, "BatchedRequestsTotal": 30.0},
+    )
+    assert rise_ratio(before, after, "BatchedRequestsTotal", "BatchesTotal") == 6.0
+    assert rise_ratio(after, after, "BatchedRequestsTotal", "BatchesTotal") is None

@@ -32,10 +32,12 @@ from pathlib import Path
 
 import torch
 
+from batchkit.precision import PRECISIONS
+from tsbatch.analysis.options import int_list
 from tsbatch.analysis.selection import power_of_two_batch_sizes
 from tsbatch.analysis.sweep.measure import Budget
 from tsbatch.analysis.sweep.report import default_budget, write_reports
-from tsbatch.analysis.sweep.run import PRECISIONS, run_sweep
+from tsbatch.analysis.sweep.run import run_sweep
 from tsbatch.analysis.sweep.targets import IMAGENET_TARGET, INTENT_BASE_TARGET, Target, resolve_targets
 from tsbatch.build.manifest import load_manifest
 from tsbatch.paths import DEFAULT_PROPERTIES, REPORTS_DIR
@@ -59,10 +61,6 @@ def default_threads(target: str) -> int:
         return 1
 
 
-def parse_sizes(text: str) -> list[int]:
-    return sorted({int(part) for part in text.split(",") if part.strip()})
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -76,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         "--max-batch", type=int, default=64, help="largest batch size (powers of two up to it)"
     )
     parser.add_argument(
-        "--batch-sizes", type=parse_sizes, help="explicit list, e.g. 1,3,8 (overrides --max-batch)"
+        "--batch-sizes", type=int_list, help="explicit list, e.g. 1,3,8 (overrides --max-batch)"
     )
     parser.add_argument("--iters", type=int, default=20, help="timed runs per point")
     parser.add_argument("--warmup", type=int, default=3, help="warm-up runs per point")

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from batchkit.precision import DTYPES, PRECISIONS
 from batchkit.runtime import optimized_or_plain
 from tsbatch.analysis.sweep.inputs import POOL_SIZE, ROTATIONS, Inputs, Scenario
 from tsbatch.analysis.sweep.measure import (
@@ -25,14 +26,11 @@ from tsbatch.analysis.sweep.rows import SweepResult, SweepRow
 from tsbatch.analysis.sweep.targets import Target
 from tsbatch.sla.percentile import percentile
 
-PRECISIONS = ("fp32", "fp16", "bf16")
-AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
-
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager[Any]:
     if precision == "fp32":
         return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=AUTOCAST_DTYPES[precision])
+    return torch.autocast(device_type=device.type, dtype=DTYPES[precision])
 
 
 def sweep_curve(

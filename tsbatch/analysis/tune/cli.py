@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from batchkit.precision import PRECISIONS
+from tsbatch.analysis.options import int_list
 from tsbatch.analysis.tune.point import PointRunner, payloads_for
 from tsbatch.analysis.tune.report import finish, report_model
 from tsbatch.analysis.tune.search import FULL_LOAD, FULL_SPACE, QUICK_LOAD, QUICK_SPACE, SearchSpace, search
@@ -51,10 +52,6 @@ DEFAULT_OUT = REPORTS_DIR / "tune"
 def display_path(path: Path) -> str:
     path = path.resolve()
     return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
-
-
-def parse_ints(text: str) -> list[int]:
-    return sorted({int(part) for part in text.split(",") if part.strip()})
 
 
 def default_workers(properties: Path, model: str) -> list[int]:
@@ -74,9 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--profile", help="SLA profile (default: $SLA_PROFILE, then the file's default)")
     parser.add_argument("--sla-file", type=Path, help="SLA file (default: loadtest/sla.yaml)")
-    parser.add_argument("--batch-sizes", type=parse_ints)
-    parser.add_argument("--delays", type=parse_ints, help="maxBatchDelay values in ms")
-    parser.add_argument("--workers", type=parse_ints)
+    parser.add_argument("--batch-sizes", type=int_list)
+    parser.add_argument("--delays", type=int_list, help="maxBatchDelay values in ms")
+    parser.add_argument("--workers", type=int_list)
     parser.add_argument(
         "--concurrency", type=int, help="closed loop: requests in flight (default 8, like `make loadtest`)"
     )
