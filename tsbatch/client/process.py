@@ -27,11 +27,10 @@ import requests
 from tsbatch.client.metrics import model_counters
 from tsbatch.config.properties import (
     ADDRESS_KEYS,
-    format_models,
     model_settings,
-    parse_entries,
     read_properties,
     replace_entry,
+    with_model_settings,
 )
 from tsbatch.paths import DEFAULT_PROPERTIES
 
@@ -95,11 +94,7 @@ def effective_properties(
     for key, value in replacements.items():
         text = replace_entry(text, key, f"{key}={value}\n")
     if model_overrides:
-        document = json.loads(values["models"])
-        for name, changes in model_overrides.items():
-            versions = document.setdefault(name, {"1.0": {"defaultVersion": True, "marName": f"{name}.mar"}})
-            next(iter(versions.values())).update(changes)
-        text = replace_entry(text, "models", format_models(document))
+        text = with_model_settings(text, model_overrides)
     run_dir.mkdir(parents=True, exist_ok=True)
     target = run_dir / "config.properties"
     target.write_text(text)
@@ -157,15 +152,6 @@ class TorchServe:
         )
         response.raise_for_status()
         return response.json()
-
-    def scale(self, model: str, workers: int, timeout: float = 120) -> None:
-        response = self.session.put(
-            f"{self.url('management')}/models/{model}",
-            params={"min_worker": workers, "max_worker": workers, "synchronous": "true"},
-            headers=self.headers("management"),
-            timeout=timeout,
-        )
-        response.raise_for_status()
 
     def metrics_text(self) -> str:
         response = self.session.get(f"{self.url('metrics')}/metrics", timeout=10)
@@ -347,7 +333,3 @@ def start_instance(
     server = TorchServe(run_dir=run_dir, properties_path=path, model_store=model_store)
     server.start(names, timeout)
     return server
-
-
-def entries(path: Path) -> list[str]:
-    return [entry.key for entry in parse_entries(path.read_text())]

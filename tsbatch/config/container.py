@@ -91,11 +91,6 @@ PROFILES = (CONTAINER, CLUSTER)
 TARGET = CONTAINER.target
 
 
-def render(source_text: str) -> str:
-    """The single-host container config (token auth on) for a config.properties text."""
-    return CONTAINER.render(source_text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

@@ -136,10 +136,7 @@ def model_settings(properties: dict[str, str]) -> dict[str, dict[str, Any]]:
     for name, versions in document.items():
         if not isinstance(versions, dict) or not versions:
             raise PropertiesError(f"models.{name} must map a version to its settings")
-        chosen = next(
-            (v for v in versions.values() if isinstance(v, dict) and v.get("defaultVersion")),
-            next(iter(versions.values())),
-        )
+        chosen = versions[default_version(versions)]
         if not isinstance(chosen, dict):
             raise PropertiesError(f"models.{name}: version settings must be a JSON object")
         settings[name] = dict(chosen)
@@ -162,15 +159,25 @@ def replace_entry(text: str, key: str, new_lines: str) -> str:
     return text + suffix + new_lines
 
 
-def update_model_settings(path: Path, model_name: str, changes: dict[str, Any]) -> None:
-    """Change some settings of one model in ``models=``, keeping the file's comments."""
-    text = path.read_text()
-    properties = {entry.key: entry.value for entry in parse_entries(text)}
-    document = json.loads(properties["models"])
-    versions = document.setdefault(model_name, {"1.0": {"defaultVersion": True}})
-    version = next(
-        (k for k, v in versions.items() if isinstance(v, dict) and v.get("defaultVersion")),
+def default_version(versions: Mapping[str, Any]) -> str:
+    """The version whose settings TorchServe serves: the one marked ``defaultVersion``, else the first."""
+    return next(
+        (key for key, value in versions.items() if isinstance(value, dict) and value.get("defaultVersion")),
         next(iter(versions)),
     )
-    versions[version].update(changes)
-    path.write_text(replace_entry(text, "models", format_models(document)))
+
+
+def with_model_settings(text: str, changes: Mapping[str, Mapping[str, Any]]) -> str:
+    """The file's text with some models' default-version settings changed, every comment
+    kept; a model without an entry gets one (version 1.0, ``<name>.mar``)."""
+    properties = {entry.key: entry.value for entry in parse_entries(text)}
+    document = json.loads(properties["models"]) if properties.get("models") else {}
+    for name, settings in changes.items():
+        versions = document.setdefault(name, {"1.0": {"defaultVersion": True, "marName": f"{name}.mar"}})
+        versions[default_version(versions)].update(settings)
+    return replace_entry(text, "models", format_models(document))
+
+
+def update_model_settings(path: Path, model_name: str, changes: dict[str, Any]) -> None:
+    """Change some settings of one model in ``models=``, keeping the file's comments."""
+    path.write_text(with_model_settings(path.read_text(), {model_name: changes}))

@@ -43,11 +43,8 @@ def test_what_the_manifest_accepts_the_handler_loads(handler: type[ModelConfig],
         assert isinstance(value, expected), (name, value, hints[name])
 
 
-def test_precision_and_runtime_choices_match_the_worker() -> None:
+def test_precision_choices_match_the_worker() -> None:
     from batchkit.precision import PRECISIONS
 
     choices = set(typing.get_args(ImageModel.model_fields["precision"].annotation))
     assert choices == {"auto", *PRECISIONS}
-    from batchkit.loader import RUNTIMES
-
-    assert set(typing.get_args(ImageModel.model_fields["runtime"].annotation)) == set(RUNTIMES)

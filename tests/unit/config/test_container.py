@@ -48,7 +48,7 @@ def test_container_config_keeps_every_setting_but_addresses_and_paths() -> None:
 
 def test_render_follows_a_changed_source() -> None:
     text = DEFAULT_PROPERTIES.read_text().replace("job_queue_size=64", "job_queue_size=7")
-    rendered = read_properties_text(container_config.render(text))
+    rendered = read_properties_text(container_config.CONTAINER.render(text))
     assert rendered["job_queue_size"] == "7"
     assert rendered["inference_address"] == "http://0.0.0.0:8080"
 

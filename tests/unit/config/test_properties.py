@@ -79,3 +79,18 @@ def test_load_models_is_read_as_torchserve_reads_it() -> None:
     assert load_models({"load_models": " resnet18.mar, bert_intent ,"}) == ["resnet18", "bert_intent"]
     assert load_models({"load_models": "ALL"}) is None
     assert load_models({}) == [] and load_models({"load_models": " "}) == []
+
+
+def test_model_settings_edits_and_reads_the_default_version() -> None:
+    from tsbatch.config.properties import model_settings, parse_entries, with_model_settings
+
+    text = 'models={"m": {"0.9": {"batchSize": 1}, "1.0": {"defaultVersion": true, "batchSize": 2}}}\n'
+    edited = with_model_settings(text, {"m": {"batchSize": 16}, "new": {"batchSize": 4}})
+    values = {entry.key: entry.value for entry in parse_entries(edited)}
+    settings = model_settings(values)
+    assert settings["m"]["batchSize"] == 16 and settings["new"] == {
+        "defaultVersion": True,
+        "marName": "new.mar",
+        "batchSize": 4,
+    }
+    assert '"0.9": {\\\n' in edited and '"batchSize": 1' in edited  # the other version untouched

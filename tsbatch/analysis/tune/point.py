@@ -24,11 +24,10 @@ from pathlib import Path
 from tsbatch.analysis.selection import TunePoint
 from tsbatch.analysis.tune.search import settings_for
 from tsbatch.build.manifest import Manifest, ModelSpec
-from tsbatch.build.package import package
+from tsbatch.build.package import private_store
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.metrics import mean_formed_batch
 from tsbatch.client.process import TorchServe, start_instance
-from tsbatch.config.properties import update_model_settings
 from tsbatch.workloads.payloads import Payload, image_pool, text_pool
 from tsbatch.workloads.schemas import body_problems
 from tsbatch.workloads.utterances import read_utterances
@@ -121,21 +120,12 @@ class PointRunner:
         """A private TorchServe serving the point's own archive."""
         model = point.model
         settings = settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
-        properties = point_dir / "config.properties"
-        shutil.copy(self.properties, properties)
-        update_model_settings(properties, model, settings)
-        store = point_dir / "model-store"
+        this_spec = replace(self.manifest, models={**self.manifest.models, model: self.spec})
         with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
-            package(self.spec, replace(self.manifest, model_store=store), properties, force=True)
-        server = start_instance(
-            point_dir / "run",
-            store,
-            models=[model],
-            source=self.properties,
-            model_overrides={model: settings},
-            timeout=180,
-        )
-        return server
+            properties, store = private_store(
+                point_dir, [model], {model: settings}, source=self.properties, manifest=this_spec
+            )
+        return start_instance(point_dir / "run", store, models=[model], source=properties, timeout=180)
 
     def measure(self, point: TunePoint, server: TorchServe) -> TunePoint:
         model = point.model
