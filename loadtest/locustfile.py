@@ -27,6 +27,7 @@ from locust import FastHttpUser, LoadTestShape, task
 from locust.exception import ResponseError
 
 from tsbatch.client.auth import auth_headers
+from tsbatch.client.schedule import poisson_arrivals
 from tsbatch.config.properties import read_properties
 from tsbatch.locust.options import parse_mix, shape_params
 from tsbatch.locust.plugin import STATE
@@ -121,9 +122,8 @@ class TorchServeUser(FastHttpUser):
         if rate <= 0:
             raise ValueError("--user-rate must be > 0 in open mode")
         self.in_flight = Pool(max(1, int(options.max_in_flight)))
-        due = time.monotonic() + self.rng.expovariate(rate)
         behind_warned = False
-        while True:
+        for due in poisson_arrivals(rate, time.monotonic(), self.rng):
             delay = due - time.monotonic()
             if delay > 0:
                 gevent.sleep(delay)
@@ -139,7 +139,6 @@ class TorchServeUser(FastHttpUser):
                 self.report_overflow(model)
             else:
                 self.in_flight.spawn(self.send_logged, model)
-            due += self.rng.expovariate(rate)
 
     def send_logged(self, model: str) -> None:
         try:

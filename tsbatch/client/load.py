@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from tsbatch.client.schedule import poisson_arrivals
 from tsbatch.sla.gate import Measured, Sample, Window, measure
 from tsbatch.sla.percentile import percentile
 
@@ -260,9 +261,10 @@ class LoadDriver:
             await self.send(connection, index, due)
             idle.append(connection)
 
-        due, index = time.perf_counter(), 0
-        while time.time() < end_epoch:
-            due += rng.expovariate(rate_rps)
+        index = 0
+        for due in poisson_arrivals(rate_rps, time.perf_counter(), rng):
+            if time.time() >= end_epoch:
+                break
             await asyncio.sleep(max(0.0, due - time.perf_counter()))
             if len(in_flight) >= self.max_in_flight:
                 self.add(Record(self.model, time.time(), None, False, NO_ANSWER, "in-flight cap full"))
