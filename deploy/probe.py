@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 import urllib.error
@@ -42,9 +41,11 @@ from typing import Any
 
 from tsbatch.config.properties import load_models, read_properties
 from tsbatch.container import drain_file, drain_seconds, mark_draining
+from tsbatch.environment import Environment
 
-DEFAULT_CONFIG = os.environ.get("TS_CONFIG_FILE", "/app/deploy/config.container.properties")
-DEFAULT_KEY_FILE = os.environ.get("TS_KEY_FILE", str(Path.cwd() / "key_file.json"))
+ENVIRONMENT = Environment.read()
+DEFAULT_CONFIG = str(ENVIRONMENT.config_file)
+DEFAULT_KEY_FILE = str(ENVIRONMENT.key_file)
 
 
 class ProbeFailed(Exception):

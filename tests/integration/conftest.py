@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from tsbatch.build.manifest import load_manifest
-from tsbatch.build.resnet.weights import ALLOW_DIGITS_ENV
 from tsbatch.client.process import TorchServe, start_instance
+from tsbatch.environment import ALLOW_DIGITS_ENV
 from tsbatch.paths import REPO_ROOT
 
 INTEGRATION_DIR = Path(__file__).resolve().parent

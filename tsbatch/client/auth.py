@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import calendar
 import json
-import os
 import time
 from pathlib import Path
 
+from tsbatch.environment import TOKEN_ENV, Environment
 from tsbatch.paths import SERVE_DIR
 
-TOKEN_ENV = "TS_INFERENCE_TOKEN"
 DEFAULT_KEY_FILE = SERVE_DIR / "key_file.json"
 
 
@@ -53,9 +52,9 @@ def inference_token(
     key_file: Path | str | None = DEFAULT_KEY_FILE, env: dict[str, str] | None = None
 ) -> tuple[str | None, str]:
     """``(token or None, where it came from)`` for logs and the report."""
-    environment = os.environ if env is None else env
-    if environment.get(TOKEN_ENV):
-        return environment[TOKEN_ENV], f"${TOKEN_ENV}"
+    token = Environment.read(env).inference_token
+    if token:
+        return token, f"${TOKEN_ENV}"
     if key_file and Path(key_file).exists():
         key, expiry = read_key_file(Path(key_file))
         note = ""

@@ -4,20 +4,18 @@ The drain settings are read here, without third-party imports, because deploy/pr
 (standard library and the toolkit only) shares them with the supervisor.
 """
 
-import os
 import time
 from pathlib import Path
 
-DRAIN_FILE_ENV = "TSBATCH_DRAIN_FILE"  # exists while the pod drains: readiness fails
-DRAIN_SECONDS_ENV = "TSBATCH_DRAIN_SECONDS"  # how long a drain lets routed requests finish
+from tsbatch.environment import Environment
 
 
 def drain_file() -> Path:
-    return Path(os.environ.get(DRAIN_FILE_ENV, str(Path.cwd() / "draining")))
+    return Environment.read().drain_file
 
 
 def drain_seconds() -> float:
-    return float(os.environ.get(DRAIN_SECONDS_ENV, "15"))
+    return Environment.read().drain_seconds
 
 
 def mark_draining(marker: Path) -> float:

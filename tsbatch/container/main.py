@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 
 from tsbatch.build.package import PackageError
 from tsbatch.container.drain import DrainSettings, supervise
 from tsbatch.container.startup import StartupError, kserve_storage, prepare
-
-WRITABLE_STORE_ENV = "TSBATCH_WRITABLE_STORE"
+from tsbatch.environment import Environment
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,11 +18,12 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    store = Path(os.environ.get(WRITABLE_STORE_ENV, str(Path.cwd() / "model-store")))
     try:
-        downloaded = kserve_storage(command, dict(os.environ))
+        environment = Environment.read()
+        store = environment.writable_store
+        downloaded = kserve_storage(command, environment)
         command = prepare(downloaded, store, repackage=downloaded == command)
-    except (StartupError, PackageError, ValueError) as exc:
+    except (StartupError, PackageError, ValueError) as exc:  # EnvironmentSettingError is a ValueError
         print(f"[start] {exc}", file=sys.stderr)
         return 1
     return supervise(command, DrainSettings.from_environment())

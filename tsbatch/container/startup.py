@@ -24,8 +24,8 @@ from tsbatch.build.package import package
 from tsbatch.config.check import check, check_archives, check_models
 from tsbatch.config.findings import Problem
 from tsbatch.config.properties import load_models, read_properties
+from tsbatch.environment import KSERVE_STORAGE_ENV, Environment
 
-KSERVE_STORAGE_ENV = "STORAGE_URI"
 KSERVE_MODEL_DIR = Path("/mnt/models")
 
 
@@ -48,10 +48,10 @@ def with_option(command: list[str], flag: str, value: str) -> list[str]:
 
 
 def kserve_storage(
-    command: list[str], environ: dict[str, str], model_dir: Path = KSERVE_MODEL_DIR
+    command: list[str], environment: Environment, model_dir: Path = KSERVE_MODEL_DIR
 ) -> list[str]:
     """The command pointed at what KServe's storage initializer downloaded, if it did."""
-    if not environ.get(KSERVE_STORAGE_ENV) or "--model-store" not in command:
+    if not environment.storage_uri or "--model-store" not in command:
         return command
     store = model_dir / "model-store" if (model_dir / "model-store").is_dir() else model_dir
     if not any(store.glob("*.mar")):

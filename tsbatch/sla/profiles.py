@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from tsbatch.environment import Environment
 from tsbatch.paths import DEFAULT_SLA_FILE
 from tsbatch.sla.server import SERVER_TARGETS
 
@@ -46,7 +46,7 @@ def load_profile(profile: str | None = None, path: Path = DEFAULT_SLA_FILE) -> d
     """Every model's SLA in a profile (default: $SLA_PROFILE, then the file's default)."""
     document = yaml.safe_load(path.read_text())
     profiles = document.get("profiles") or {}
-    name = profile or os.environ.get("SLA_PROFILE") or document.get("default_profile")
+    name = profile or Environment.read().sla_profile or document.get("default_profile")
     if name not in profiles:
         raise SlaError(f"SLA profile {name!r} not in {path} (have {sorted(profiles)})")
     slas: dict[str, Sla] = {}

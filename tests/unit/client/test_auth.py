@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.client.auth import TOKEN_ENV, TokenError, auth_headers, inference_token, management_token
+from tsbatch.client.auth import TokenError, auth_headers, inference_token, management_token
+from tsbatch.environment import TOKEN_ENV
 
 
 def test_token_from_env_wins_over_key_file(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from tsbatch.build.package import package
 from tsbatch.config.check import archive_model_config
 from tsbatch.config.properties import replace_entry, update_model_settings
 from tsbatch.container.startup import StartupError, kserve_storage, prepare
+from tsbatch.environment import Environment
 from tsbatch.paths import DEFAULT_PROPERTIES
 
 MODEL = "resnet18"
@@ -83,14 +84,16 @@ def test_archives_from_kserve_storage_are_never_repackaged(image, tmp_path: Path
     shutil.copytree(manifest.model_store, downloaded / "model-store")
     shutil.copy(properties, downloaded / "config.properties")
     given = command(manifest.model_store, Path("/app/deploy/config.cluster.properties"))
-    assert kserve_storage(given, {}, downloaded) == given, "no STORAGE_URI: the image's archives"
-    result = kserve_storage(given, {"STORAGE_URI": "s3://bucket/models"}, downloaded)
+    assert kserve_storage(given, Environment.read({}), downloaded) == given, (
+        "no STORAGE_URI: the image's archives"
+    )
+    result = kserve_storage(given, Environment.read({"STORAGE_URI": "s3://bucket/models"}), downloaded)
     assert result == command(downloaded / "model-store", downloaded / "config.properties")
     update_model_settings(downloaded / "config.properties", MODEL, {"batchSize": 5})
     with pytest.raises(StartupError, match="disagree"):
         prepare(result, tmp_path / "writable", manifest, repackage=False)
     with pytest.raises(StartupError, match=r"no \.mar"):
-        kserve_storage(given, {"STORAGE_URI": "s3://x"}, tmp_path / "empty")
+        kserve_storage(given, Environment.read({"STORAGE_URI": "s3://x"}), tmp_path / "empty")
 
 
 def test_other_commands_run_as_given(tmp_path: Path) -> None:

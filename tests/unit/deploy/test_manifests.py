@@ -30,8 +30,8 @@ from tests.unit.deploy.readers import (
     instructions,
     promql_metric_names,
 )
-from tsbatch.client.auth import TOKEN_ENV
 from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.environment import TOKEN_ENV
 from tsbatch.paths import REPO_ROOT
 from tsbatch.sla.profiles import load_profile
 

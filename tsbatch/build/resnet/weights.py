@@ -9,7 +9,6 @@ under the name ``resnet18``), so a build only falls back to it when asked for ex
 
 from __future__ import annotations
 
-import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +19,9 @@ import torchvision
 
 from tsbatch.build import artifacts
 from tsbatch.build.schema import Preprocessing
+from tsbatch.environment import ALLOW_DIGITS_ENV, Environment
 
 SUPPORTED_ARCHITECTURES = ("resnet18", "resnet34", "resnet50")
-ALLOW_DIGITS_ENV = "TSBATCH_ALLOW_DIGITS"
 
 
 class ExportError(RuntimeError):
@@ -169,7 +168,7 @@ def load_torchvision_weights(architecture: str, name: str, allow_download: bool)
 
 def require_digits_allowed(architecture: str) -> None:
     """Refuse the digits placeholder unless the build asked for it (ALLOW_DIGITS_ENV=1)."""
-    if os.environ.get(ALLOW_DIGITS_ENV, "0") != "1":
+    if not Environment.read().allow_digits:
         raise ExportError(
             f"no pretrained {architecture} weights: give a state_dict or TorchScript artifact "
             "(models.yaml `weights.path`, or --weights), put torchvision's weights in the torch hub "

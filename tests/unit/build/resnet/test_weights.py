@@ -12,12 +12,12 @@ import torchvision
 from tsbatch.build.manifest import load_manifest
 from tsbatch.build.resnet.export import resolve_weights
 from tsbatch.build.resnet.weights import (
-    ALLOW_DIGITS_ENV,
     ExportError,
     cached_weights_path,
     load_torchvision_weights,
     load_user_weights,
 )
+from tsbatch.environment import ALLOW_DIGITS_ENV
 
 
 @pytest.fixture
