@@ -24,7 +24,8 @@ from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest, parse_man
 from tsbatch.build.schema import SERVING_KEYS
 from tsbatch.config.properties import (
     BATCH_KEYS,
-    model_settings,
+    PropertiesError,
+    archive_entry,
     read_properties,
     replace_entry,
     update_model_settings,
@@ -40,16 +41,10 @@ class PackageError(RuntimeError):
 
 def archive_settings(properties_path: Path, model_name: str) -> dict[str, Any]:
     """The settings of one model in config.properties that the archive must repeat."""
-    settings = model_settings(read_properties(properties_path))
-    if model_name not in settings:
-        raise PackageError(f"{properties_path} has no models entry for {model_name!r}")
-    entry = settings[model_name]
-    missing = [key for key in BATCH_KEYS if key not in entry]
-    if missing:
-        raise PackageError(f"{properties_path}: models.{model_name} lacks {missing}")
-    values = {key: int(entry[key]) for key in BATCH_KEYS}
-    values["torchThreads"] = int(entry.get("torchThreads", 1))
-    return values
+    try:
+        return archive_entry(read_properties(properties_path), model_name)
+    except PropertiesError as exc:
+        raise PackageError(f"{properties_path}: {exc}") from None
 
 
 def model_config(spec: ModelSpec, settings: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from tsbatch.config.crosscheck import cross_check
 from tsbatch.config.findings import Problem
 from tsbatch.config.properties import (
     ADDRESS_KEYS,
+    ARCHIVE_KEYS,
     BATCH_KEYS,
     PropertiesError,
     load_models,
@@ -180,7 +181,7 @@ def check_models(values: dict[str, str]) -> tuple[list[Problem], dict[str, dict[
                         + _suggest(key, MODEL_KEYS),
                     )
                 )
-        for key in (*BATCH_KEYS, "torchThreads"):
+        for key in ARCHIVE_KEYS:
             if key not in entry:
                 problems.append(
                     Problem(

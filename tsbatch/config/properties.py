@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 BATCH_KEYS = ("minWorkers", "maxWorkers", "batchSize", "maxBatchDelay", "responseTimeout")
+# What each archive repeats from its models= entry: TorchServe's batch keys and the
+# toolkit's torchThreads. Every one is required: TorchServe would let the archive win.
+ARCHIVE_KEYS = (*BATCH_KEYS, "torchThreads")
 # TorchServe's three APIs and the keys that hold their addresses.
 ADDRESS_KEYS = {
     "inference": "inference_address",
@@ -141,6 +144,22 @@ def model_settings(properties: dict[str, str]) -> dict[str, dict[str, Any]]:
             raise PropertiesError(f"models.{name}: version settings must be a JSON object")
         settings[name] = dict(chosen)
     return settings
+
+
+def archive_entry(properties: Mapping[str, str], model: str) -> dict[str, int]:
+    """One model's ``ARCHIVE_KEYS`` from ``models=``, each required and a whole number (the
+    rule ``make check-config`` explains); a PropertiesError names what is missing."""
+    settings = model_settings(dict(properties))
+    if model not in settings:
+        raise PropertiesError(f"config.properties has no models entry for {model!r}")
+    entry = settings[model]
+    missing = [key for key in ARCHIVE_KEYS if key not in entry]
+    if missing:
+        raise PropertiesError(f"models.{model} lacks {missing}: the archive repeats them, set them here")
+    wrong = [key for key in ARCHIVE_KEYS if isinstance(entry[key], bool) or not isinstance(entry[key], int)]
+    if wrong:
+        raise PropertiesError(f"models.{model}: {wrong} must be whole numbers")
+    return {key: entry[key] for key in ARCHIVE_KEYS}
 
 
 def format_models(document: dict[str, Any]) -> str:

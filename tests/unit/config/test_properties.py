@@ -94,3 +94,20 @@ def test_model_settings_edits_and_reads_the_default_version() -> None:
         "batchSize": 4,
     }
     assert '"0.9": {\\\n' in edited and '"batchSize": 1' in edited  # the other version untouched
+
+
+def test_an_archive_entry_needs_every_baked_key_as_check_config_says() -> None:
+    import json
+
+    from tsbatch.config.properties import PropertiesError, archive_entry
+
+    def models(entry: dict[str, int]) -> dict[str, str]:
+        return {"models": json.dumps({"m": {"1.0": entry}})}
+
+    full = {"minWorkers": 1, "maxWorkers": 1, "batchSize": 8, "maxBatchDelay": 5, "responseTimeout": 60}
+    values = models({**full, "torchThreads": 2})
+    assert archive_entry(values, "m")["torchThreads"] == 2
+    with pytest.raises(PropertiesError, match=r"lacks \['torchThreads'\]"):
+        archive_entry(models(full), "m")
+    with pytest.raises(PropertiesError, match="no models entry for 'x'"):
+        archive_entry(values, "x")

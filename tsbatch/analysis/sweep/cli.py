@@ -52,13 +52,12 @@ def default_targets() -> list[str]:
 
 def default_threads(target: str) -> int:
     """The worker's torchThreads from config.properties, so in-process numbers compare with served ones."""
-    from tsbatch.config.properties import model_settings, read_properties
+    from tsbatch.config.properties import archive_entry, model_settings, read_properties
 
-    try:
-        settings = model_settings(read_properties(DEFAULT_PROPERTIES))
-        return int(settings.get(target, {}).get("torchThreads", 1))
-    except (OSError, ValueError):
-        return 1
+    properties = read_properties(DEFAULT_PROPERTIES)
+    if target not in model_settings(properties):
+        return 1  # a stand-in target (no archive): one thread, as a worker's default here
+    return archive_entry(properties, target)["torchThreads"]
 
 
 def main(argv: list[str] | None = None) -> int:

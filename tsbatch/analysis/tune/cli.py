@@ -42,7 +42,7 @@ from tsbatch.analysis.tune.search import FULL_LOAD, FULL_SPACE, QUICK_LOAD, QUIC
 from tsbatch.build.manifest import load_manifest
 from tsbatch.build.variants import Variant, default_variant, variant_spec
 from tsbatch.client.load import LoadSpec
-from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.config.properties import archive_entry, model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, REPORTS_DIR
 from tsbatch.sla.profiles import load_sla
 
@@ -56,7 +56,7 @@ def display_path(path: Path) -> str:
 
 def default_workers(properties: Path, model: str) -> list[int]:
     """1 up to the worker count that fills the CPUs at the configured torchThreads (max 4)."""
-    threads = int(model_settings(read_properties(properties)).get(model, {}).get("torchThreads", 1) or 1)
+    threads = archive_entry(read_properties(properties), model)["torchThreads"]
     most = max(1, min(4, (os.cpu_count() or 1) // max(1, threads)))
     return sorted({1, most})
 
