@@ -35,11 +35,11 @@ class ValidSubset(Generic[Item]):
 @dataclass(frozen=True)
 class BatchRun(Generic[Output]):
     """One batch through the pipeline: a response per request, and what the handler's
-    report needs (the model's outputs, the rejected count, each stage's time)."""
+    report needs (the model's outputs, the inputs rejected, each stage's time)."""
 
     responses: list[object | RequestError]
     outputs: list[Output]  # for the valid requests; empty when the model failed
-    rejected: int
+    rejected_inputs: int
     decode_ms: float
     infer_ms: float
     encode_ms: float
@@ -135,7 +135,7 @@ def run_batch(
     return BatchRun(
         responses=responses,
         outputs=[output for output in outputs if not isinstance(output, RequestError)],
-        rejected=len(payloads) - len(subset.items),
+        rejected_inputs=len(payloads) - len(subset.items),
         decode_ms=1000 * (decoded_at - started),
         infer_ms=1000 * (inferred_at - decoded_at),
         encode_ms=1000 * (finished_at - inferred_at),

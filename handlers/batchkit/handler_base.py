@@ -107,9 +107,9 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         report = BatchReport(
             batch_size=len(data),
             max_batch_size=self.max_batch_size,
-            rejected=sum(isinstance(response, RequestError) for response in responses),
+            rejected_requests=sum(isinstance(response, RequestError) for response in responses),
             inputs=len(flat.inputs),
-            rejected_inputs=run.rejected,
+            rejected_inputs=run.rejected_inputs,
             preprocess_ms=run.decode_ms,
             inference_ms=run.infer_ms,
             postprocess_ms=run.encode_ms,

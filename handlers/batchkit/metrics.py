@@ -59,7 +59,7 @@ class BatchReport:
 
     batch_size: int
     max_batch_size: int
-    rejected: int = 0  # requests answered with an error status
+    rejected_requests: int = 0  # requests answered with an error status
     # Inputs: a request may carry several; the model ran on inputs - rejected_inputs.
     inputs: int = 0
     rejected_inputs: int = 0
@@ -98,7 +98,7 @@ class BatchReport:
         values = {
             "BatchesTotal": 1.0,
             "BatchedRequestsTotal": float(self.batch_size),
-            "RejectedRequestsTotal": float(self.rejected),
+            "RejectedRequestsTotal": float(self.rejected_requests),
             "PreprocessMsTotal": self.preprocess_ms,
             "InferenceMsTotal": self.inference_ms,
             "PostprocessMsTotal": self.postprocess_ms,

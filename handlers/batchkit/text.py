@@ -124,10 +124,10 @@ def pad_to_longest(ids: Sequence[Sequence[int]], pad_token_id: int = 0) -> tuple
 
 
 # ---- length-aware batching -------------------------------------------------------
-def split_by_length(sorted_lengths: Sequence[int], call_overhead_tokens: int) -> list[tuple[int, int]]:
+def split_by_length(sorted_lengths: Sequence[int], pass_overhead_tokens: int) -> list[tuple[int, int]]:
     """Cut lengths sorted longest first into contiguous runs that minimise the total cost.
 
-    Cost of a run = ``call_overhead_tokens`` (the fixed price of one forward pass,
+    Cost of a run = ``pass_overhead_tokens`` (the fixed price of one forward pass,
     expressed in tokens) + items x longest item. Padding a 6-token query to a 60-token
     neighbour costs more than a second forward pass; padding it to an 8-token one does not.
     Exact dynamic programme over the (small) batch; returns ``(start, stop)`` pairs.
@@ -139,7 +139,7 @@ def split_by_length(sorted_lengths: Sequence[int], call_overhead_tokens: int) ->
     cut = [0] * (count + 1)
     for stop in range(1, count + 1):
         for start in range(stop):
-            cost = best[start] + call_overhead_tokens + (stop - start) * max(1, sorted_lengths[start])
+            cost = best[start] + pass_overhead_tokens + (stop - start) * max(1, sorted_lengths[start])
             if cost < best[stop]:
                 best[stop], cut[stop] = cost, start
     runs: list[tuple[int, int]] = []
@@ -151,23 +151,23 @@ def split_by_length(sorted_lengths: Sequence[int], call_overhead_tokens: int) ->
 
 
 def plan_groups(
-    lengths: Sequence[int], token_budget: int, max_items: int | None = None, call_overhead_tokens: int = 0
+    lengths: Sequence[int], token_budget: int, max_items: int | None = None, pass_overhead_tokens: int = 0
 ) -> list[list[int]]:
     """Index groups to run one forward pass each, every index exactly once.
 
     First the token budget (``batching.plan_sub_batches``: memory stays bounded however
     long the batch), then, inside each group, a split where lengths differ so widely that
-    a second pass is cheaper than the padding. With ``call_overhead_tokens`` = 0 the
+    a second pass is cheaper than the padding. With ``pass_overhead_tokens`` = 0 the
     split is skipped. Each group is sorted longest first.
     """
     groups: list[list[int]] = []
     for group in plan_sub_batches(lengths, token_budget, max_items):
-        if call_overhead_tokens <= 0 or len(group) == 1:
+        if pass_overhead_tokens <= 0 or len(group) == 1:
             groups.append(group)
             continue
         group_lengths = [lengths[i] for i in group]
         groups.extend(
-            group[start:stop] for start, stop in split_by_length(group_lengths, call_overhead_tokens)
+            group[start:stop] for start, stop in split_by_length(group_lengths, pass_overhead_tokens)
         )
     return groups
 

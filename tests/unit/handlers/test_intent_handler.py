@@ -103,7 +103,7 @@ def test_mixed_good_and_bad_requests_fail_only_themselves(handler_and_context) -
     assert responses[5]["error"]["type"] == "all_inputs_rejected"
     assert [r["error"]["type"] for r in responses[5]["results"]] == ["invalid_text"] * 2
     assert responses[6]["error"]["type"] == "payload_too_large"
-    assert handler.last_report.rejected == 5
+    assert handler.last_report.rejected_requests == 5
     assert (handler.last_report.inputs, handler.last_report.rejected_inputs) == (8, 6)
     assert all(context.content_types[i] == "application/json" for i in range(len(requests)))
 

@@ -133,7 +133,12 @@ def test_multi_input_requests_in_every_protocol_answer_each_input_as_if_sent_alo
     assert "not valid base64" in json.loads(v2["outputs"][0]["data"][1])["error"]["message"]
     assert all_bad["error"]["type"] == "all_inputs_rejected" and len(all_bad["results"]) == 2
     report = handler.last_report
-    assert (report.batch_size, report.rejected, report.inputs, report.rejected_inputs) == (5, 1, 9, 4)
+    assert (report.batch_size, report.rejected_requests, report.inputs, report.rejected_inputs) == (
+        5,
+        1,
+        9,
+        4,
+    )
     assert context.metrics.metrics["BatchedInputsTotal"].values[-1][0] == 9.0
 
 

@@ -35,7 +35,7 @@ def test_bad_items_keep_their_own_errors_and_good_ones_their_results_in_order() 
     results = run.responses
 
     assert calls == [[1, 3, 5]], "the model runs once, on the valid subset only"
-    assert run.outputs == [10, 30, 50] and run.rejected == 2
+    assert run.outputs == [10, 30, 50] and run.rejected_inputs == 2
     assert results[0] == {"value": 10} and results[2] == {"value": 30} and results[4] == {"value": 50}
     assert isinstance(results[1], InvalidInput) and results[1].status == 400
     assert isinstance(results[3], PayloadTooLarge) and results[3].status == 413
@@ -47,7 +47,7 @@ def test_all_invalid_never_calls_the_model() -> None:
 
     run = run_batch(["a", "b"], decode_number, infer, str)
     assert [r.status for r in run.responses] == [400, 400]
-    assert run.outputs == [] and run.rejected == 2
+    assert run.outputs == [] and run.rejected_inputs == 2
 
 
 def test_model_failure_fails_only_the_valid_items_with_a_5xx() -> None:

@@ -73,7 +73,7 @@ def test_errors_get_their_status_and_every_response_is_json(model_dir, fake_cont
     assert context.statuses == {1: (400, "Bad Request")}
     assert context.content_types == dict.fromkeys(range(3), "application/json")
     report = handler.last_report
-    assert (report.batch_size, report.rejected, report.padding) == (3, 1, None)
+    assert (report.batch_size, report.rejected_requests, report.padding) == (3, 1, None)
 
 
 def test_a_failure_outside_the_pipeline_fails_the_batch_not_the_worker(

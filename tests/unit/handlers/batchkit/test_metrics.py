@@ -15,7 +15,7 @@ def test_padding_efficiency_is_real_over_padded_tokens() -> None:
 
 
 def test_a_report_without_padding_emits_no_token_figures() -> None:
-    report = BatchReport(batch_size=3, max_batch_size=4, rejected=1, inputs=10, rejected_inputs=2)
+    report = BatchReport(batch_size=3, max_batch_size=4, rejected_requests=1, inputs=10, rejected_inputs=2)
     assert "PaddingEfficiency" not in report.gauges()
     assert report.gauges()["BatchFillRatio"] == pytest.approx(75.0)
     assert report.gauges()["BatchInputs"] == 10.0

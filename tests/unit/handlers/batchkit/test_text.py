@@ -122,12 +122,12 @@ def cost(runs: list[tuple[int, int]], lengths: list[int], overhead: int) -> int:
 
 
 def test_split_by_length_keeps_similar_lengths_together() -> None:
-    assert split_by_length([14, 13, 12, 12, 11, 10, 10, 9], call_overhead_tokens=32) == [(0, 8)]
+    assert split_by_length([14, 13, 12, 12, 11, 10, 10, 9], pass_overhead_tokens=32) == [(0, 8)]
 
 
 def test_split_by_length_separates_a_long_outlier() -> None:
     lengths = [64, 8, 8, 7, 7, 6, 6, 5]
-    runs = split_by_length(lengths, call_overhead_tokens=32)
+    runs = split_by_length(lengths, pass_overhead_tokens=32)
     assert runs == [(0, 1), (1, 8)]
     assert cost(runs, lengths, 32) < cost([(0, 8)], lengths, 32)
 
@@ -155,7 +155,7 @@ def test_split_by_length_requires_sorted_input() -> None:
 
 def test_plan_groups_respects_the_token_budget_and_uses_every_index_once() -> None:
     lengths = [5, 64, 7, 64, 6, 30, 64, 12, 9, 64]
-    groups = plan_groups(lengths, token_budget=128, call_overhead_tokens=0)
+    groups = plan_groups(lengths, token_budget=128, pass_overhead_tokens=0)
     assert sorted(i for group in groups for i in group) == list(range(len(lengths)))
     for group in groups:
         group_lengths = [lengths[i] for i in group]
@@ -165,9 +165,9 @@ def test_plan_groups_respects_the_token_budget_and_uses_every_index_once() -> No
 
 def test_plan_groups_splits_wide_batches_only_when_overhead_is_set() -> None:
     lengths = [6, 7, 60, 5, 6, 8, 7, 6]
-    assert plan_groups(lengths, 4096, call_overhead_tokens=0) == [[2, 5, 1, 6, 0, 4, 7, 3]]
-    assert plan_groups(lengths, 4096, call_overhead_tokens=32) == [[2], [5, 1, 6, 0, 4, 7, 3]]
-    assert plan_groups([9, 8, 9, 10], 4096, call_overhead_tokens=32) == [[3, 0, 2, 1]]
+    assert plan_groups(lengths, 4096, pass_overhead_tokens=0) == [[2, 5, 1, 6, 0, 4, 7, 3]]
+    assert plan_groups(lengths, 4096, pass_overhead_tokens=32) == [[2], [5, 1, 6, 0, 4, 7, 3]]
+    assert plan_groups([9, 8, 9, 10], 4096, pass_overhead_tokens=32) == [[3, 0, 2, 1]]
 
 
 def test_padding_of_counts_real_and_padded_tokens_per_pass() -> None:
