@@ -9,7 +9,7 @@ from pathlib import Path
 
 from deploy.probe import Client, local_url
 from deploy.probe import main as probe_main
-from tsbatch.config import container as container_config
+from tsbatch.config import profiles as container_config
 from tsbatch.config.properties import model_settings, parse_entries, read_properties
 from tsbatch.environment import DRAIN_FILE_ENV, DRAIN_SECONDS_ENV
 from tsbatch.paths import DEFAULT_PROPERTIES
