@@ -9,7 +9,8 @@ intended name.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import dataclasses
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
@@ -176,6 +177,15 @@ class TextModel(Common):
 
 
 ModelEntry = ImageModel | TextModel
+
+
+def handler_fields(entry: ModelEntry, config_type: type) -> dict[str, Any]:
+    """The entry's values of every field the handler config type also has: what the archive
+    carries of models.yaml, by name (``weights`` and ``base_model`` are what export resolved)."""
+    names = {field.name for field in dataclasses.fields(config_type)} & set(type(entry).model_fields)
+    return entry.model_dump(include=names - {"weights", "base_model"})
+
+
 KINDS: dict[str, type[ImageModel] | type[TextModel]] = {"image": ImageModel, "text": TextModel}
 # Keys the handler reads at serving time only: packaging copies them into the handler
 # config, so changing one repackages (seconds) instead of exporting again.

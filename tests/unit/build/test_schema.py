@@ -48,3 +48,14 @@ def test_precision_choices_match_the_worker() -> None:
 
     choices = set(typing.get_args(ImageModel.model_fields["precision"].annotation))
     assert choices == {"auto", *PRECISIONS}
+
+
+def test_the_archive_carries_the_manifest_fields_by_name() -> None:
+    from tsbatch.build.schema import handler_fields
+
+    text = TextModel.model_validate({"kind": "text", "handler": "h", "version": "1", "max_length": 32})
+    fields = handler_fields(text, TextModelConfig)
+    assert fields["max_length"] == 32 and fields["pass_overhead_tokens"] == 0 and "base_model" not in fields
+    image = ImageModel.model_validate({"kind": "image", "handler": "h", "version": "1", "optimize": False})
+    assert {"weights", "kind", "verify"}.isdisjoint(handler_fields(image, ImageModelConfig))
+    assert handler_fields(image, ImageModelConfig)["optimize"] is False

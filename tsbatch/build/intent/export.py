@@ -32,7 +32,7 @@ from tsbatch.build.intent.gating import compile_and_gate
 from tsbatch.build.intent.model import TOKENIZER_DIR, IntentClassifier
 from tsbatch.build.intent.report import train_from_settings
 from tsbatch.build.manifest import ModelSpec
-from tsbatch.build.schema import TextModel
+from tsbatch.build.schema import TextModel, handler_fields
 
 VERIFY_LENGTHS = (1, 7, 23)  # plus max_length; token counts of the random verification rows
 
@@ -148,16 +148,8 @@ def handler_config(
         labels_file=artifacts.LABELS_FILE,
         tokenizer_dir=TOKENIZER_DIR,
         base_model=base_model,
-        max_length=settings.max_length,
         oos_threshold=float(threshold),
-        oos_label=settings.oos_label,
-        top_k=settings.top_k,
-        token_budget=settings.token_budget,
-        pass_overhead_tokens=settings.pass_overhead_tokens,
-        max_body_bytes=settings.max_body_bytes,
-        warmup_batch_sizes=settings.warmup_batch_sizes,
-        precision=settings.precision,
-        runtime=settings.runtime,
+        **handler_fields(settings, TextModelConfig),
     )
     values = {**to_mapping(config), **(gates.handler_fields() if gates else {})}
     values.pop("torch_threads")

@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 import torchvision
 
+from batchkit.config import ImageModelConfig
 from batchkit.runtime import optimize_for_serving
 from tsbatch.build import artifacts
 from tsbatch.build.compiled import GateOutcome, build_and_gate, compile_settings
@@ -31,6 +32,7 @@ from tsbatch.build.resnet.weights import (
     load_user_weights,
     require_digits_allowed,
 )
+from tsbatch.build.schema import handler_fields
 from tsbatch.paths import DEFAULT_MANIFEST
 
 
@@ -135,7 +137,6 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
     artifacts.write_json(out / artifacts.LABELS_FILE, resolved.labels)
     handler_config = {
         "model_name": spec.name,
-        "architecture": config.architecture,
         "model_file": artifacts.MODEL_FILE,
         "labels_file": artifacts.LABELS_FILE,
         "weights": resolved.source,
@@ -143,14 +144,8 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
         "crop_size": resolved.crop_size,
         "mean": list(resolved.mean),
         "std": list(resolved.std),
-        "top_k": config.top_k,
-        "max_image_pixels": config.max_image_pixels,
-        "max_body_bytes": config.max_body_bytes,
-        "warmup_batch_sizes": list(config.warmup_batch_sizes),
-        "optimize": optimize,
+        **handler_fields(config, ImageModelConfig),
         "optimize_atol": atol,
-        "precision": config.precision,
-        "runtime": config.runtime,
         **gates.handler_fields(),
     }
     artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, handler_config)
