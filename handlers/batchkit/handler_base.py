@@ -25,7 +25,7 @@ from batchkit.flatten import flatten, regroup
 from batchkit.metrics import BatchReport, emit
 from batchkit.precision import PrecisionChoice, choose_precision, require_cuda
 from batchkit.protocols import InputSchema, ParsedRequest, compose_response, parse_request
-from batchkit.runtime import configure_threads, select_device
+from batchkit.worker import configure_threads, select_device
 
 logger = logging.getLogger(__name__)
 

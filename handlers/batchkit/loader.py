@@ -20,7 +20,7 @@ import torch
 
 from batchkit.config import ModelConfig
 from batchkit.precision import DTYPES, PrecisionChoice
-from batchkit.runtime import load_torchscript
+from batchkit.worker import load_torchscript
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from batchkit.precision import DTYPES, PRECISIONS
-from batchkit.runtime import optimized_or_plain
+from batchkit.worker import optimized_or_plain
 from tsbatch.analysis.sweep.inputs import POOL_SIZE, ROTATIONS, Inputs, Scenario
 from tsbatch.analysis.sweep.measure import (
     Budget,

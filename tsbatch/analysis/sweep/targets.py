@@ -10,7 +10,7 @@ import torch
 
 from batchkit.config import ImageModelConfig
 from batchkit.loader import ServedModel, load_compiled
-from batchkit.runtime import load_torchscript
+from batchkit.worker import load_torchscript
 from tsbatch.analysis.sweep.inputs import Scenario, image_scenario, text_scenarios
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import load_manifest

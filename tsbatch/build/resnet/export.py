@@ -19,7 +19,7 @@ import torch
 import torchvision
 
 from batchkit.config import ImageModelConfig
-from batchkit.runtime import optimize_for_serving
+from batchkit.worker import optimize_for_serving
 from tsbatch.build import artifacts
 from tsbatch.build.compiled import GateOutcome, build_and_gate, compile_settings
 from tsbatch.build.gates import Batch, Scorer, top1_accuracy

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torchvision
 
-from batchkit.runtime import optimize_for_serving
+from batchkit.worker import optimize_for_serving
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import load_manifest
 from tsbatch.build.resnet.export import export, resolve_weights, verify

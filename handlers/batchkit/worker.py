@@ -1,4 +1,6 @@
-"""Device, threads and model loading for a TorchServe worker."""
+"""A TorchServe worker's setup: its device, its thread pool and the TorchScript module it
+loads (frozen and optimized where that checks out). Which runtime serves is
+``batchkit.loader``'s choice."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from batchkit.runtime import load_torchscript
+from batchkit.worker import load_torchscript
 from tests.conftest import TinyImageNet
 
 
