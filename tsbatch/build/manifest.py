@@ -189,5 +189,8 @@ def parse_manifest_command(
     for switch in switches:
         parser.add_argument(switch, action="store_true")
     args = parser.parse_args(argv)
-    manifest = load_manifest(args.manifest)
+    try:
+        manifest = load_manifest(args.manifest)
+    except ManifestError as exc:  # the build refuses a manifest it cannot trust
+        parser.exit(1, f"{exc}\n")
     return args, manifest, args.model or list(manifest.models)

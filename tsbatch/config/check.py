@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         manifest: Manifest | None = load_manifest(args.manifest)
         problems = []
     except ManifestError as exc:  # the build refuses it too; check config.properties alone
-        manifest, problems = None, [Problem("error", str(args.manifest), str(exc))]
+        manifest, problems = None, [Problem("error", "manifest", str(exc))]
     problems += check(args.properties, manifest, not args.no_archives)
     for problem in problems:
         print(problem)

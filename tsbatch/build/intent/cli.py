@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from tsbatch.build.intent.data import TrainingError
 from tsbatch.build.intent.report import print_report, train_from_settings
-from tsbatch.build.manifest import ModelSpec, load_manifest
+from tsbatch.build.manifest import ManifestError, ModelSpec, load_manifest
 from tsbatch.build.schema import TextModel
 from tsbatch.paths import DEFAULT_MANIFEST
 
@@ -121,7 +121,11 @@ def run_command(
     )
     add_arguments(parser)
     args = parser.parse_args(argv)
-    spec = load_manifest(args.manifest).model(args.model)
+    try:
+        spec = load_manifest(args.manifest).model(args.model)
+    except ManifestError as exc:
+        print(f"[{tag}] FAILED: {exc}", file=sys.stderr)
+        return 1
     out = args.out or spec.artifact_dir
     try:
         build(spec, settings_from_arguments(spec.text, args), out)

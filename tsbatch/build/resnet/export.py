@@ -23,7 +23,7 @@ from batchkit.worker import optimize_for_serving
 from tsbatch.build import artifacts
 from tsbatch.build.compiled import GateOutcome, build_and_gate, compile_settings
 from tsbatch.build.gates import Batch, Scorer, top1_accuracy
-from tsbatch.build.manifest import ModelSpec, load_manifest
+from tsbatch.build.manifest import ManifestError, ModelSpec, load_manifest
 from tsbatch.build.resnet.digits import train_on_digits
 from tsbatch.build.resnet.weights import (
     ExportError,
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         export(load_manifest(args.manifest).model(args.model), args.weights, args.labels)
-    except ExportError as exc:
+    except (ExportError, ManifestError) as exc:
         print(f"[export] FAILED: {exc}", file=sys.stderr)
         return 1
     return 0
