@@ -170,6 +170,8 @@ class TextModel(Common):
     oos_label: str = OOS_LABEL
     token_budget: PositiveInt = 4096
     pass_overhead_tokens: Annotated[int, Field(ge=0)] = 0
+    # Padded lengths round up to a multiple of this (fewer shapes: flat worker memory).
+    pad_to_multiple_of: PositiveInt = 8
     max_body_bytes: PositiveInt = 64 * 1024
     max_inputs_per_request: PositiveInt = 64
     training: TrainingOptions = TrainingOptions()
