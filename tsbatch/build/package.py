@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -121,7 +122,11 @@ def package(
             "--export-path", str(manifest.model_store),
             "--force",
         ]  # fmt: skip
-        result = subprocess.run(command, capture_output=True, text=True)
+        # The archiver stages every file in $TMPDIR/<model name> and deletes it after: two
+        # packagings of one model at once (the tuner, tests, another checkout) would share
+        # that folder, so each gets its own.
+        private_tmp = {**os.environ, "TMPDIR": workdir}
+        result = subprocess.run(command, capture_output=True, text=True, env=private_tmp)
     if result.returncode != 0:
         raise PackageError(f"torch-model-archiver failed for {spec.name}:\n{result.stderr}{result.stdout}")
     artifacts.write_json(stamp_path, {"stamp": stamp, "settings": settings})
