@@ -48,7 +48,7 @@ status: ## Show the models of the running server
 doctor: $(INSTALLED) ## What this machine offers (CPU flags, compiler, CUDA) and what a worker here would serve per model
 	$(PY) -m scripts.doctor
 
-check-config: $(INSTALLED) ## Explain mistakes in config.properties and stale archives
+check-config: $(INSTALLED) ## Explain mistakes in config.properties and models.yaml, limits that disagree across them, stale archives
 	$(PY) -m scripts.check_config
 	$(PY) -m deploy.container_config --check
 
