@@ -195,13 +195,26 @@ def plan_candidates(
     return candidates, skipped
 
 
+def unchecked_reason(config: ModelConfig, candidate: Candidate, device_type: str) -> str | None:
+    """Why this worker serves ``candidate`` without comparing it to a record, or None.
+
+    TorchScript candidates are recorded on the CPU: on a GPU other kernels (TF32
+    convolutions among them) round differently, so there they are served unchecked."""
+    if candidate.runtime == "torchscript" and device_type != "cpu":
+        return f"{candidate.name} was recorded on the CPU: not checked on {device_type}"
+    if candidate.name not in config.check_outputs:
+        return "no recorded check outputs in this archive: not checked"
+    return None
+
+
 def reproduction_problem(
     served: ServedModel, config: ModelConfig, candidate: Candidate, check_inputs: Sequence[torch.Tensor]
 ) -> str | None:
     """Why ``served`` does not reproduce the outputs the build recorded for ``candidate``."""
-    recorded = config.check_outputs.get(candidate.name)
-    if recorded is None:
-        return None if candidate.name == "torchscript-fp32" else "no recorded check outputs"
+    device_type = check_inputs[0].device.type
+    if unchecked_reason(config, candidate, device_type) is not None:
+        return None if candidate.runtime == "torchscript" else "no recorded check outputs"
+    recorded = config.check_outputs[candidate.name]
     with torch.inference_mode():
         probabilities = torch.softmax(served(*check_inputs), dim=-1).cpu()
     problem = probabilities_disagree(torch.tensor(recorded), probabilities, candidate.precision, top1=False)
@@ -263,8 +276,9 @@ def load_served_model(
             problem = f"did not load: {type(exc).__name__}: {exc}"
         if problem is None:
             served.reasons = [f"precision {choice.precision}: {choice.reason}", *passed_over]
-            if candidate.name not in config.check_outputs:
-                served.reasons.append("no recorded check outputs in this archive: not checked")
+            unchecked = unchecked_reason(config, candidate, device.type)
+            if unchecked is not None:
+                served.reasons.append(unchecked)
             logger.info("serving %s; why: %s", served.describe(), "; ".join(served.reasons))
             return served
         logger.warning("not serving %s: %s", candidate.name, problem)

@@ -11,11 +11,13 @@ from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.images import check_images
 from batchkit.loader import (
     ArchiveMismatchError,
+    Candidate,
     load_compiled,
     load_served_model,
     package_mismatch,
     persistent_inductor_cache,
     plan_candidates,
+    unchecked_reason,
 )
 from batchkit.precision import PrecisionChoice
 from batchkit.tolerance import probabilities_disagree
@@ -201,3 +203,19 @@ def test_the_build_hosts_own_package_matches_this_machine(tiny_gated_build) -> N
     build, _ = tiny_gated_build
     served = load_compiled(build / "model.cpu-fp32.pt2", CPU, "fp32")
     assert served.runtime == "aoti"
+
+
+def test_torchscript_recorded_on_the_cpu_is_not_checked_on_a_gpu(tiny_image_model_dir) -> None:
+    """Forced device type: a CUDA worker's TorchScript rounds otherwise (TF32 convolutions)."""
+    _, config = tiny_image_model_dir
+    handler = from_mapping(ImageModelConfig, config["handler"])
+    fp32 = Candidate("torchscript-fp32", "torchscript", "fp32", "model.pt")
+    assert unchecked_reason(handler, fp32, "cpu") is None
+    assert (
+        unchecked_reason(handler, fp32, "cuda")
+        == "torchscript-fp32 was recorded on the CPU: not checked on cuda"
+    )
+    package = Candidate("aoti-cuda-bf16", "aoti", "bf16", "model.cuda-bf16.pt2")
+    assert (
+        unchecked_reason(handler, package, "cuda") == "no recorded check outputs in this archive: not checked"
+    )
