@@ -173,16 +173,11 @@ def load_compiled(path: Path, device: torch.device, precision: str) -> ServedMod
 
 
 def compiled_skip_reason(
-    config: ModelConfig,
-    model_dir: Path,
-    device_type: str,
-    precision: str,
-    max_batch_size: int,
-    flags: set[str] | None = None,
+    config: ModelConfig, model_dir: Path, target: str, max_batch_size: int, missing_flags: Sequence[str]
 ) -> str | None:
-    """Why this worker does not try the package for its device and precision, or None."""
-    name = compiled_file_name(device_type, precision)
-    target = f"{device_type}-{precision}"
+    """Why this worker does not try the package for ``target`` ("cpu-bf16"), or None;
+    ``missing_flags`` are the build CPU's features this CPU lacks."""
+    name = compiled_file_name(*target.split("-"))
     if config.runtime == "torchscript":
         return "runtime set to torchscript"
     if name not in config.compiled_models:
@@ -191,9 +186,8 @@ def compiled_skip_reason(
         return f"{name} is listed but missing from the archive"
     if max_batch_size > config.compiled_max_batch_size:
         return f"batch size {max_batch_size} exceeds the {config.compiled_max_batch_size} {name} was exported for"
-    missing = missing_cpu_flags(config, flags) if device_type == "cpu" else []
-    if missing:
-        return f"{name} was compiled on a CPU with {', '.join(missing)}, which this CPU lacks"
+    if missing_flags:
+        return f"{name} was compiled on a CPU with {', '.join(missing_flags)}, which this CPU lacks"
     if config.runtime == "auto" and config.auto_runtime.get(target, "aoti") != "aoti":
         return f"runtime auto: the build timed TorchScript faster than {name} (build_info.json)"
     return None
@@ -210,7 +204,8 @@ def plan_candidates(
     """The candidates to try, best first (fp32 TorchScript always last), and why the others
     are not tried. Pure: the same archive, CPU flags and batch size give the same plan."""
     candidates, skipped = [], []
-    problem = compiled_skip_reason(config, model_dir, device_type, precision, max_batch_size, flags)
+    missing = missing_cpu_flags(config, flags) if device_type == "cpu" else []
+    problem = compiled_skip_reason(config, model_dir, f"{device_type}-{precision}", max_batch_size, missing)
     if problem is None:
         name = candidate_name("aoti", device_type, precision)
         candidates.append(Candidate(name, "aoti", precision, compiled_file_name(device_type, precision)))
