@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from batchkit.loader import ServedModel, candidate_name, compiled_file_name, load_compiled
-from batchkit.precision import DTYPES, choose_precision, cpu_model_name, cuda_problem
+from batchkit.precision import DTYPES, choose_precision, compiled_code_flags, cpu_model_name, cuda_problem
 from batchkit.worker import optimize_for_serving
 from tsbatch.build.gates import Batch, GateResult, Scorer, batch_independence, judge, probabilities
 from tsbatch.build.schema import Compile
@@ -86,6 +86,7 @@ class GateOutcome:
             "failed_gates": self.failed,
             "check_outputs": self.servable_check_outputs(),
             "auto_runtime": self.auto_runtime,
+            "compiled_cpu_flags": compiled_code_flags() if self.compiled_models else [],
         }
 
     def build_info(self) -> dict[str, Any]:
@@ -113,6 +114,8 @@ def compile_settings(section: Compile) -> CompileSettings:
     precisions: Sequence[str] = section.torchscript_precisions
     if precisions == "host":
         precisions = [target.split("-")[1] for target in host_targets() if not target.endswith("-fp32")]
+        if cuda_problem() is None:
+            precisions.append("fp16")  # what a GPU without bf16, or a user's pin, serves
     return CompileSettings(
         targets=tuple(host_targets() if section.targets == "host" else section.targets),
         max_batch_size=section.max_batch_size,
