@@ -191,7 +191,11 @@ def load_served_model(
     expected_compiled = config.runtime == "aoti" or (
         config.runtime == "auto" and bool(config.compiled_models)
     )
-    log = logger.warning if expected_compiled and "is not clearly faster here" not in str(problem) else logger.info
+    log = (
+        logger.warning
+        if expected_compiled and "is not clearly faster here" not in str(problem)
+        else logger.info
+    )
     log("serving TorchScript: %s", problem)
     if choice.precision != "fp32":
         candidate = f"torchscript-{choice.precision}"
