@@ -68,6 +68,17 @@ class ParsedRequest:
     binary_output: bool = False  # KServe v2: the output goes back in the binary extension
 
 
+def v2_metadata(schema: InputSchema) -> dict[str, Any]:
+    """The model's inputs and outputs as GET /v2/models/<m> reports them: one BYTES input
+    named after the model's single-input key, and the BYTES output of JSON answers. The
+    build writes it into the archive (``oip_metadata.json``) for the frontend plugin."""
+    return {
+        "platform": "pytorch",
+        "inputs": [{"name": schema.single_key, "datatype": "BYTES", "shape": [-1]}],
+        "outputs": [{"name": V2_OUTPUT_NAME, "datatype": "BYTES", "shape": [-1]}],
+    }
+
+
 def parse_request(
     request: Any, schema: InputSchema, max_inputs: int, header_length: str | None = None
 ) -> ParsedRequest:

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from batchkit.protocols import InputSchema, v2_metadata
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest, parse_manifest_command
 from tsbatch.config.properties import (
@@ -31,6 +32,8 @@ from tsbatch.config.properties import (
 from tsbatch.paths import DEFAULT_PROPERTIES, HANDLERS_DIR
 
 MODEL_CONFIG_FILE = "model-config.yaml"
+# Read by the Open Inference Protocol plugin (plugins/oip) for GET /v2/models/<m>.
+OIP_METADATA_FILE = "oip_metadata.json"
 # Manifest keys the handler reads at serving time only: packaging copies them into the
 # handler config, so changing one repackages (seconds) instead of exporting again.
 SERVING_KEYS = ("max_inputs_per_request",)
@@ -73,6 +76,17 @@ def stamp_for(spec: ModelSpec, config: dict[str, Any]) -> str:
     return digest.hexdigest()[:16]
 
 
+def input_schema(kind: str) -> InputSchema:
+    """How a model of this kind names its input (imported here: images pulls in torch)."""
+    if kind == "image":
+        from batchkit.images import IMAGE_INPUTS
+
+        return IMAGE_INPUTS
+    from batchkit.text import TEXT_INPUTS
+
+    return TEXT_INPUTS
+
+
 def stage_extra_files(spec: ModelSpec, staging: Path) -> None:
     """Lay out what goes beside the handler in the archive (torch-model-archiver copies
     the *contents* of a directory given as an extra file)."""
@@ -80,6 +94,7 @@ def stage_extra_files(spec: ModelSpec, staging: Path) -> None:
     shutil.copytree(
         HANDLERS_DIR / "batchkit", staging / "batchkit", ignore=shutil.ignore_patterns("__pycache__")
     )
+    artifacts.write_json(staging / OIP_METADATA_FILE, v2_metadata(input_schema(spec.kind)))
     skip = {artifacts.MODEL_FILE, artifacts.HANDLER_CONFIG_FILE}
     for path in spec.artifact_dir.iterdir():
         if path.name in skip:
