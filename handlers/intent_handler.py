@@ -13,6 +13,7 @@ from batchkit.metrics import BatchReport
 from batchkit.text import (
     TEXT_INPUTS,
     IntentScores,
+    check_tokens,
     load_tokenizer,
     pad_id,
     pad_to_longest,
@@ -35,9 +36,13 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
         config = self.config
         self.tokenizer = load_tokenizer(self.model_dir / config.tokenizer_dir, config.max_length)
         self.pad_token_id = pad_id(self.tokenizer)
-        ids, mask = pad_to_longest(tokenize(self.tokenizer, self.warmup_items(2)).ids, self.pad_token_id)
         self.model = load_served_model(
-            config, self.model_dir, self.device, self.precision, self.max_batch_size, (ids, mask)
+            config,
+            self.model_dir,
+            self.device,
+            self.precision,
+            self.max_batch_size,
+            check_tokens(self.tokenizer),
         )
 
     def decode(self, body: Any) -> str:

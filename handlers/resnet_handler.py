@@ -8,7 +8,7 @@ import torch
 
 from batchkit.config import ImageModelConfig
 from batchkit.handler_base import BatchHandler
-from batchkit.images import IMAGE_INPUTS, decode_for_model
+from batchkit.images import IMAGE_INPUTS, check_images, decode_for_model
 from batchkit.loader import load_served_model
 
 
@@ -20,17 +20,13 @@ class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
 
     def load(self) -> None:
         config = self.config
-        # Seeded, so every worker checks its optimized module on the same input.
-        check_input = torch.randn(
-            2, 3, config.crop_size, config.crop_size, generator=torch.Generator().manual_seed(0)
-        )
         self.model = load_served_model(
             config,
             self.model_dir,
             self.device,
             self.precision,
             self.max_batch_size,
-            (check_input,),
+            (check_images(config.crop_size),),
             optimize=config.optimize,
         )
 

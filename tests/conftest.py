@@ -63,13 +63,55 @@ def declared_metrics() -> dict[str, object]:
     return declared
 
 
-@pytest.fixture
-def tiny_image_model_dir(tmp_path: Path) -> tuple[Path, dict]:
-    """An unpacked 'archive' for the ResNet handler with a tiny TorchScript model."""
+TINY_CROP = 16
+# Every way a CPU can serve: built, gated and recorded on any x86 CPU (bf16 and fp16 run
+# emulated where the CPU lacks them; the tiny model makes that cheap).
+TINY_TARGETS = ("cpu-fp32", "cpu-bf16", "cpu-fp16")
+TINY_TORCHSCRIPT_PRECISIONS = ("bf16", "fp16")
+
+
+@pytest.fixture(scope="session")
+def tiny_gated_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """The tiny CNN built as the build builds an archive: fp32 TorchScript, a package per
+    CPU target for batches of up to 4, every candidate gated and its check outputs
+    recorded. Returns the folder and the handler fields the build derived (compiled once
+    per session: about half a minute)."""
+    from batchkit.images import check_images
+    from tsbatch.build.compiled import CompileSettings, GateData, build_and_gate
+
     torch.manual_seed(0)
-    scripted = torch.jit.script(TinyImageNet(len(TINY_LABELS)).eval())
-    scripted.save(str(tmp_path / "model.pt"))
+    model = TinyImageNet(len(TINY_LABELS)).eval()
+    scripted = torch.jit.script(model)
+    out = tmp_path_factory.mktemp("tiny-build")
+    scripted.save(str(out / "model.pt"))
+    images = torch.randn(8, 3, TINY_CROP, TINY_CROP, generator=torch.Generator().manual_seed(2))
+    settings = CompileSettings(
+        targets=TINY_TARGETS,
+        max_batch_size=4,
+        torchscript_precisions=TINY_TORCHSCRIPT_PRECISIONS,
+        enforce_gates=False,  # random weights: record every candidate, serve them all
+    )
+    data = GateData(
+        batches=[(chunk,) for chunk in images.split(4)],
+        score=None,
+        check=(check_images(TINY_CROP),),
+        dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=4)},),
+        optimize=True,
+    )
+    outcome = build_and_gate(model, scripted, out, settings, data)
+    return out, outcome.handler_fields()
+
+
+@pytest.fixture
+def tiny_image_model_dir(tmp_path: Path, tiny_gated_build: tuple[Path, dict]) -> tuple[Path, dict]:
+    """An unpacked 'archive' for the ResNet handler with the tiny TorchScript model and the
+    build's records of its TorchScript candidates (no compiled package)."""
+    build, fields = tiny_gated_build
+    shutil.copy2(build / "model.pt", tmp_path / "model.pt")
     (tmp_path / "labels.json").write_text(json.dumps(TINY_LABELS))
+    records = {
+        name: value for name, value in fields["check_outputs"].items() if name.startswith("torchscript-")
+    }
     handler = {
         "model_name": "tiny",
         "architecture": "tiny-cnn",
@@ -77,7 +119,7 @@ def tiny_image_model_dir(tmp_path: Path) -> tuple[Path, dict]:
         "labels_file": "labels.json",
         "weights": "random (test fixture)",
         "resize_size": 20,
-        "crop_size": 16,
+        "crop_size": TINY_CROP,
         "mean": [0.5, 0.5, 0.5],
         "std": [0.25, 0.25, 0.25],
         "top_k": 2,
@@ -85,35 +127,20 @@ def tiny_image_model_dir(tmp_path: Path) -> tuple[Path, dict]:
         "max_body_bytes": 2_000_000,
         "torch_threads": 1,
         "warmup_batch_sizes": [1],
+        "check_outputs": records,
     }
     return tmp_path, {"batchSize": 4, "maxBatchDelay": 5, "handler": handler}
 
 
-@pytest.fixture(scope="session")
-def tiny_compiled_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny_image_model_dir model (same seed) as a CPU fp32 AOTInductor package for
-    batches of up to 4: compiled once per session (tens of seconds)."""
-    from tsbatch.build.compiled import compile_package
-
-    torch.manual_seed(0)
-    model = TinyImageNet(len(TINY_LABELS)).eval()
-    path = tmp_path_factory.mktemp("compiled") / "model.cpu-fp32.pt2"
-    batch = torch.export.Dim("batch", min=1, max=4)
-    compile_package(model, (torch.randn(2, 3, 16, 16),), ({0: batch},), "cpu-fp32", path)
-    return path
-
-
 @pytest.fixture
-def tiny_compiled_model_dir(tiny_image_model_dir: tuple[Path, dict], tiny_compiled_package: Path):
-    """tiny_image_model_dir with the compiled package in the archive and its config."""
+def tiny_compiled_model_dir(tiny_image_model_dir: tuple[Path, dict], tiny_gated_build: tuple[Path, dict]):
+    """tiny_image_model_dir with every compiled package and the build's fields, pinned to
+    the fp32 package (``precision`` and ``runtime`` are the tests' to change)."""
     model_dir, config = tiny_image_model_dir
-    shutil.copy2(tiny_compiled_package, model_dir / tiny_compiled_package.name)
-    config["handler"].update(
-        compiled_models=[tiny_compiled_package.name],
-        compiled_max_batch_size=4,
-        precision="fp32",
-        runtime="aoti",
-    )
+    build, fields = tiny_gated_build
+    for package in build.glob("model.*.pt2"):
+        shutil.copy2(package, model_dir / package.name)
+    config["handler"].update(fields, precision="fp32", runtime="aoti")
     return model_dir, config
 
 

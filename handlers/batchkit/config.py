@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 
@@ -34,6 +34,12 @@ class ModelConfig:
     compiled_models: tuple[str, ...] = ()
     compiled_max_batch_size: int = 0
     failed_gates: tuple[str, ...] = ()
+    # The build's record, which the worker trusts instead of judging accuracy again: each
+    # gated candidate's class probabilities on the fixed check inputs (keyed like
+    # "aoti-cpu-bf16", "torchscript-fp32"), and per package which runtime ``auto`` serves,
+    # as the build timed them (keyed like "cpu-fp32").
+    check_outputs: dict[str, list[list[float]]] = field(default_factory=dict)
+    auto_runtime: dict[str, str] = field(default_factory=dict)
 
 
 ConfigT = TypeVar("ConfigT", bound=ModelConfig)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any, Generic
@@ -23,6 +24,7 @@ from batchkit.binary_tensors import BINARY_CONTENT_TYPE, HEADER_LENGTH, BinaryBo
 from batchkit.config import ConfigT, from_mapping
 from batchkit.errors import RequestError, error_for_exception
 from batchkit.flatten import flatten, regroup
+from batchkit.loader import ServedModel
 from batchkit.metrics import BatchReport, emit
 from batchkit.precision import PrecisionChoice, choose_precision, require_cuda
 from batchkit.protocols import InputSchema, ParsedRequest, compose_response, parse_request
@@ -31,6 +33,12 @@ from batchkit.runtime import configure_threads, select_device
 logger = logging.getLogger(__name__)
 
 JSON_CONTENT_TYPE = "application/json"
+
+
+def is_describe_call(context: Any) -> bool:
+    """TorchServe's frontend marks a ``?customized=true`` describe call with this header."""
+    get_header = getattr(context, "get_request_header", None)
+    return get_header is not None and get_header(0, "describe") == "True"
 
 
 class BatchHandler(abc.ABC, Generic[ConfigT]):
@@ -77,6 +85,8 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         )
 
     def handle(self, data: list[Any], context: Any) -> list[Any]:
+        if is_describe_call(context):
+            return [json.dumps(self.describe())]
         try:
             responses, report = self.process(data, [binary_header(context, i) for i in range(len(data))])
         except Exception as exc:
@@ -178,6 +188,20 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
                 for _ in range(2):
                     self.infer(self.warmup_items(size))
             logger.info("warm-up batch %d took %.1f ms", size, 1000 * (time.perf_counter() - started))
+
+    def describe(self) -> dict[str, Any]:
+        """What this worker serves and why: the management API returns it as the model's
+        ``customizedMetadata`` (``GET /models/<m>?customized=true``)."""
+        served = getattr(self, "model", None)
+        decision = served.decision() if isinstance(served, ServedModel) else {}
+        return {
+            "model": self.model_name,
+            "device": str(self.device),
+            "batch_size": self.max_batch_size,
+            "threads": torch.get_num_threads(),
+            "pid": os.getpid(),
+            **decision,
+        }
 
     @property
     def model_name(self) -> str:

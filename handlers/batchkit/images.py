@@ -29,6 +29,15 @@ SIXTEEN_BIT_MODES = {"I;16", "I;16B", "I;16L", "I;16N", "I"}
 ALPHA_MODES = {"RGBA", "LA", "PA", "RGBa", "La"}
 WHITE = (255, 255, 255)
 IMAGE_INPUTS = InputSchema(single_key="image", list_key="images", error=InvalidImage)
+CHECK_SEED = 20_240_601
+
+
+def check_images(crop_size: int, count: int = 2) -> torch.Tensor:
+    """The fixed inputs the build records each candidate's outputs on and every worker
+    re-runs after loading (``batchkit.loader``). NumPy's generator is used because its
+    stream is the same on every CPU; torch's vectorised sampler is not guaranteed to be."""
+    values = np.random.default_rng(CHECK_SEED).standard_normal((count, 3, crop_size, crop_size))
+    return torch.from_numpy(values.astype(np.float32))
 
 
 def decode_base64(text: str) -> bytes:

@@ -1,11 +1,13 @@
-"""The model a worker serves: the compiled ``.pt2`` when it loads and agrees, else TorchScript.
+"""The model a worker serves, decided from the build's record and nothing random.
 
 The archive always carries the fp32 TorchScript model (``model.pt``) and may carry
 AOTInductor packages compiled at build time for one device and precision
-(``model.<device>-<precision>.pt2``), listed in the handler config only when they passed
-the build's accuracy gates. A package compiled for another instruction set, a machine
-without a compiler toolchain, or a batch size above the one it was exported for does not
-load or is not used here; the worker then serves TorchScript and says why.
+(``model.<device>-<precision>.pt2``). The build's gates on held-out data are the one
+accuracy authority: they decide which candidates may be served, record each one's outputs
+on fixed check inputs and, per package, which runtime ``auto`` serves (timed once, at
+build). A worker only checks that what it loaded reproduces its *own* recorded outputs,
+which proves it loaded and computes what was gated. So every worker of a machine makes
+the same decision, and says it in one log line.
 """
 
 from __future__ import annotations
@@ -13,29 +15,28 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from batchkit.config import ModelConfig
 from batchkit.precision import DTYPES, PrecisionChoice
 from batchkit.runtime import load_torchscript
+from batchkit.tolerance import probabilities_disagree, tolerance
 
 logger = logging.getLogger(__name__)
-
-RUNTIMES = ("auto", "aoti", "torchscript")
-# Largest probability difference a load-time check accepts, per precision.
-CHECK_TOLERANCE = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2}
-# At fp32, `auto` serves the package only when it is clearly faster than TorchScript on the
-# load-time timing: a smaller lead is within run-to-run noise, and TorchScript is the
-# artifact users asked for.
-AUTO_MARGIN = 0.1
 
 
 def compiled_file_name(device_type: str, precision: str) -> str:
     """The one name of a compiled package in an archive."""
     return f"model.{device_type}-{precision}.pt2"
+
+
+def candidate_name(runtime: str, device_type: str, precision: str) -> str:
+    """How the build names a way of serving: ``aoti-cpu-bf16``, ``torchscript-fp32``."""
+    return f"aoti-{device_type}-{precision}" if runtime == "aoti" else f"torchscript-{precision}"
 
 
 @dataclass
@@ -51,6 +52,8 @@ class ServedModel:
     # inputs than batchSize; it runs in slices no larger than the sizes the package was
     # exported for and the worker warmed up.
     max_batch: int = 0
+    # Why the worker serves this (precision and runtime reasons, candidates passed over).
+    reasons: list[str] = field(default_factory=list)
 
     def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
         size = self.max_batch
@@ -73,19 +76,27 @@ class ServedModel:
             return self.forward(*inputs).float()
 
     def describe(self) -> str:
-        return f"{self.runtime} {self.precision} from {self.source} (loaded in {self.load_seconds:.2f}s)"
+        return f"{self.runtime} {self.precision} from {self.source} (cold load {self.load_seconds:.2f}s)"
+
+    def decision(self) -> dict[str, Any]:
+        """What this worker serves and why, for the management API's describe call."""
+        return {
+            "runtime": self.runtime,
+            "precision": self.precision,
+            "file": self.source,
+            "load_seconds": round(self.load_seconds, 3),
+            "why": self.reasons,
+        }
 
 
-def agreement_problem(reference: torch.Tensor, candidate: torch.Tensor, precision: str) -> str | None:
-    """Why ``candidate`` logits disagree with the fp32 ``reference``, or None when they agree."""
-    expected = torch.softmax(reference.float(), dim=-1)
-    actual = torch.softmax(candidate.float(), dim=-1)
-    difference = float((expected - actual).abs().max())
-    if not difference <= CHECK_TOLERANCE[precision]:
-        return f"probabilities differ by {difference:.2e} (tolerance {CHECK_TOLERANCE[precision]:g})"
-    if precision != "fp32" and not torch.equal(expected.argmax(-1), actual.argmax(-1)):
-        return "top-1 differs from fp32"
-    return None
+@dataclass(frozen=True)
+class Candidate:
+    """One way this worker may serve: tried in order, the first that reproduces wins."""
+
+    name: str
+    runtime: str
+    precision: str
+    file: str
 
 
 def load_compiled(path: Path, device: torch.device, precision: str) -> ServedModel:
@@ -96,43 +107,12 @@ def load_compiled(path: Path, device: torch.device, precision: str) -> ServedMod
     return ServedModel(package, "aoti", precision, path.name, time.perf_counter() - started)
 
 
-def batch_ms(model: ServedModel, batch: Sequence[torch.Tensor], runs: int = 3) -> float:
-    """Best time of ``runs`` calls after two warm-up calls (TorchScript profiles on those)."""
-    times = []
-    with torch.inference_mode():
-        for run in range(runs + 2):
-            started = time.perf_counter()
-            model(*batch)
-            if run >= 2:
-                times.append(1000 * (time.perf_counter() - started))
-    return min(times)
-
-
-def slower_problem(
-    compiled: ServedModel, torchscript: ServedModel, inputs: Sequence[torch.Tensor], batch_size: int
+def compiled_skip_reason(
+    config: ModelConfig, model_dir: Path, device_type: str, precision: str, max_batch_size: int
 ) -> str | None:
-    """Why the package should not be served at fp32: optimized TorchScript (oneDNN) can be
-    faster on some CPUs, so ``auto`` times both on a full batch; None when the package wins
-    by more than ``AUTO_MARGIN``."""
-    batch = [x[torch.arange(batch_size) % len(x)] for x in inputs]
-    compiled_ms, torchscript_ms = batch_ms(compiled, batch), batch_ms(torchscript, batch)
-    logger.info(
-        "runtime auto: %s %.1f ms, TorchScript %.1f ms per batch of %d",
-        compiled.source,
-        compiled_ms,
-        torchscript_ms,
-        batch_size,
-    )
-    if compiled_ms <= torchscript_ms * (1 - AUTO_MARGIN):
-        return None
-    return f"{compiled.source} is not clearly faster here ({compiled_ms:.1f} ms vs {torchscript_ms:.1f} ms per batch)"
-
-
-def compiled_problem(
-    config: ModelConfig, model_dir: Path, device: torch.device, precision: str, max_batch_size: int
-) -> str | None:
-    """Why this worker cannot use a compiled package, or None when it should try one."""
-    name = compiled_file_name(device.type, precision)
+    """Why this worker does not try the package for its device and precision, or None."""
+    name = compiled_file_name(device_type, precision)
+    target = f"{device_type}-{precision}"
     if config.runtime == "torchscript":
         return "runtime set to torchscript"
     if name not in config.compiled_models:
@@ -141,7 +121,75 @@ def compiled_problem(
         return f"{name} is listed but missing from the archive"
     if max_batch_size > config.compiled_max_batch_size:
         return f"batch size {max_batch_size} exceeds the {config.compiled_max_batch_size} {name} was exported for"
+    if config.runtime == "auto" and config.auto_runtime.get(target, "aoti") != "aoti":
+        return f"runtime auto: the build timed TorchScript faster than {name} (build_info.json)"
     return None
+
+
+def plan_candidates(
+    config: ModelConfig, model_dir: Path, device_type: str, precision: str, max_batch_size: int
+) -> tuple[list[Candidate], list[str]]:
+    """The candidates to try, best first (fp32 TorchScript always last), and why the others
+    are not tried. Pure: the same archive, machine and batch size give the same plan."""
+    candidates, skipped = [], []
+    problem = compiled_skip_reason(config, model_dir, device_type, precision, max_batch_size)
+    if problem is None:
+        name = candidate_name("aoti", device_type, precision)
+        candidates.append(Candidate(name, "aoti", precision, compiled_file_name(device_type, precision)))
+    elif config.compiled_models or config.runtime == "aoti":
+        skipped.append(problem)
+    if precision != "fp32":
+        name = candidate_name("torchscript", device_type, precision)
+        if name in config.failed_gates:
+            skipped.append(f"{name} failed the build gates")
+        elif name not in config.check_outputs:
+            skipped.append(f"{name} was not gated by the build")
+        else:
+            candidates.append(Candidate(name, "torchscript", precision, config.model_file))
+    candidates.append(Candidate("torchscript-fp32", "torchscript", "fp32", config.model_file))
+    return candidates, skipped
+
+
+def reproduction_problem(
+    served: ServedModel, config: ModelConfig, candidate: Candidate, check_inputs: Sequence[torch.Tensor]
+) -> str | None:
+    """Why ``served`` does not reproduce the outputs the build recorded for ``candidate``."""
+    recorded = config.check_outputs.get(candidate.name)
+    if recorded is None:
+        return None if candidate.name == "torchscript-fp32" else "no recorded check outputs"
+    with torch.inference_mode():
+        probabilities = torch.softmax(served(*check_inputs), dim=-1).cpu()
+    problem = probabilities_disagree(torch.tensor(recorded), probabilities, candidate.precision, top1=False)
+    return None if problem is None else f"does not reproduce its build record: {problem}"
+
+
+def load_candidate(
+    candidate: Candidate,
+    config: ModelConfig,
+    model_dir: Path,
+    device: torch.device,
+    check_inputs: Sequence[torch.Tensor],
+    optimize: bool,
+) -> ServedModel:
+    """Load one candidate (raises when it cannot load here)."""
+    if candidate.runtime == "aoti":
+        return load_compiled(model_dir / candidate.file, device, candidate.precision)
+    started = time.perf_counter()
+    module = load_torchscript(
+        model_dir / candidate.file,
+        device,
+        optimize=optimize and candidate.precision == "fp32",
+        check_input=check_inputs[0] if len(check_inputs) == 1 else None,
+        atol=tolerance("fp32"),
+    )
+    return ServedModel(
+        module, "torchscript", candidate.precision, candidate.file, time.perf_counter() - started
+    )
+
+
+class ArchiveMismatchError(RuntimeError):
+    """Even fp32 TorchScript does not compute what the build recorded: the archive or the
+    machine is broken, and the worker must not become READY."""
 
 
 def load_served_model(
@@ -153,62 +201,27 @@ def load_served_model(
     check_inputs: Sequence[torch.Tensor],
     optimize: bool = False,
 ) -> ServedModel:
-    """The fastest artifact that loads and agrees with fp32 TorchScript on ``check_inputs``."""
-    started = time.perf_counter()
-    reference = load_torchscript(
-        model_dir / config.model_file,
-        device,
-        optimize=optimize and choice.precision == "fp32",
-        check_input=check_inputs[0] if len(check_inputs) == 1 else None,
-        atol=CHECK_TOLERANCE["fp32"],
-    )
-    torchscript = ServedModel(
-        reference,
-        "torchscript",
-        choice.precision,
-        config.model_file,
-        time.perf_counter() - started,
-        max_batch=max_batch_size,
+    """The first planned candidate that loads here and reproduces its build record.
+
+    ``check_inputs`` must be the archive's fixed check inputs (``batchkit.images.check_images``,
+    ``batchkit.text.check_tokens``): the build recorded its outputs on those."""
+    candidates, passed_over = plan_candidates(
+        config, model_dir, device.type, choice.precision, max_batch_size
     )
     inputs = [x.to(device) for x in check_inputs]
-    with torch.inference_mode():
-        expected = reference(*inputs)
-    problem = compiled_problem(config, model_dir, device, choice.precision, max_batch_size)
-    if problem is None:
-        path = model_dir / compiled_file_name(device.type, choice.precision)
+    for candidate in candidates:
         try:
-            compiled = load_compiled(path, device, choice.precision)
-            compiled.max_batch = max_batch_size
-            with torch.inference_mode():
-                problem = agreement_problem(expected, compiled(*inputs), choice.precision)
-        except Exception as exc:  # another ISA, no compiler, no CUDA: TorchScript still serves
-            problem = f"{path.name} did not load: {type(exc).__name__}: {exc}"
-        if problem is None and config.runtime == "auto" and choice.precision == "fp32":
-            problem = slower_problem(compiled, torchscript, inputs, max_batch_size)
+            served = load_candidate(candidate, config, model_dir, device, inputs, optimize)
+            served.max_batch = max_batch_size
+            problem = reproduction_problem(served, config, candidate, inputs)
+        except Exception as exc:  # another ISA, no compiler, no CUDA: the next candidate serves
+            problem = f"did not load: {type(exc).__name__}: {exc}"
         if problem is None:
-            logger.info("serving %s", compiled.describe())
-            return compiled
-    expected_compiled = config.runtime == "aoti" or (
-        config.runtime == "auto" and bool(config.compiled_models)
-    )
-    log = (
-        logger.warning
-        if expected_compiled and "is not clearly faster here" not in str(problem)
-        else logger.info
-    )
-    log("serving TorchScript: %s", problem)
-    if choice.precision != "fp32":
-        candidate = f"torchscript-{choice.precision}"
-        if candidate in config.failed_gates:
-            problem = f"{candidate} failed the build gates"
-        else:
-            try:
-                with torch.inference_mode():
-                    problem = agreement_problem(expected, torchscript(*inputs), choice.precision)
-            except Exception as exc:
-                problem = f"{type(exc).__name__}: {exc}"
-        if problem is not None:
-            logger.warning("TorchScript at %s not served (%s): serving fp32", choice.precision, problem)
-            torchscript.precision = "fp32"
-    logger.info("serving %s", torchscript.describe())
-    return torchscript
+            served.reasons = [f"precision {choice.precision}: {choice.reason}", *passed_over]
+            if candidate.name not in config.check_outputs:
+                served.reasons.append("no recorded check outputs in this archive: not checked")
+            logger.info("serving %s; why: %s", served.describe(), "; ".join(served.reasons))
+            return served
+        logger.warning("not serving %s: %s", candidate.name, problem)
+        passed_over.append(f"{candidate.name} {problem}")
+    raise ArchiveMismatchError(f"no candidate reproduces the build's record: {'; '.join(passed_over)}")

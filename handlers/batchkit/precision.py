@@ -51,6 +51,18 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
     return set()
 
 
+def cpu_model_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name as the kernel reports it ("unknown" where it does not)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return "unknown"
+    for line in text.splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
 def native_cpu_bf16(flags: set[str] | None = None) -> bool:
     """True when the CPU computes bf16 in hardware (AMX or AVX-512 BF16)."""
     flags = cpu_flags() if flags is None else flags

@@ -27,6 +27,9 @@ from batchkit.protocols import InputSchema
 TOKENIZER_FILE = "tokenizer.json"
 TEXT_KEY = "text"
 TEXT_INPUTS = InputSchema(single_key=TEXT_KEY, list_key="texts", error=InvalidText)
+# The fixed inputs the build records each candidate's outputs on and every worker re-runs
+# after loading (``batchkit.loader``): two lengths, so the padded path is checked too.
+CHECK_TEXTS = ("i think someone used my card without asking, please freeze it now", "hello there")
 
 
 # ---- request bodies --------------------------------------------------------------
@@ -126,6 +129,11 @@ def pad_to_longest(ids: Sequence[Sequence[int]], pad_token_id: int = 0) -> tuple
         input_ids[row, : len(token_ids)] = torch.as_tensor(token_ids, dtype=torch.long)
         attention_mask[row, : len(token_ids)] = 1
     return input_ids, attention_mask
+
+
+def check_tokens(tokenizer: Tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
+    """``CHECK_TEXTS`` tokenized and padded as a served batch is."""
+    return pad_to_longest(tokenize(tokenizer, CHECK_TEXTS).ids, pad_id(tokenizer))
 
 
 # ---- length-aware batching -------------------------------------------------------

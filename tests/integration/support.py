@@ -6,8 +6,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from batchkit.tolerance import tolerance
 from tsbatch.client.load import BackgroundLoad, LoadDriver
 from tsbatch.client.process import free_ports, worker_port_base
+from tsbatch.client.served import served_decision
 from tsbatch.config.properties import ADDRESS_KEYS
 from tsbatch.paths import REPORTS_DIR
 
@@ -55,3 +57,9 @@ def private_port_entries() -> dict[str, str]:
         initial_worker_port=str(worker_port_base()),
     )
     return entries
+
+
+def served_tolerance(server: Any, model: str) -> float:
+    """How far two answers of ``model``'s worker may differ: the tolerance of the precision
+    it serves (``batchkit.tolerance``, the table the handler's build and load check use)."""
+    return tolerance(served_decision(server, model)["precision"])

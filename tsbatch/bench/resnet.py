@@ -31,6 +31,7 @@ import torchvision
 
 from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.images import decode_for_model
+from batchkit.images import check_images
 from batchkit.loader import load_served_model
 from batchkit.precision import PrecisionChoice
 from tsbatch.build import artifacts
@@ -83,7 +84,7 @@ def in_process(spec: ModelSpec, variant: Variant, batch_size: int, threads: int,
         ImageModelConfig, {**values, "runtime": variant.runtime, "precision": variant.precision}
     )
     torch.set_num_threads(threads)
-    check = (torch.randn(2, 3, config.crop_size, config.crop_size),)
+    check = (check_images(config.crop_size),)
     choice = PrecisionChoice(variant.precision, "benchmark row")
     model = load_served_model(
         config, spec.artifact_dir, torch.device("cpu"), choice, batch_size, check, optimize=config.optimize

@@ -13,16 +13,38 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from batchkit.loader import ServedModel, compiled_file_name, load_compiled
-from batchkit.precision import DTYPES, choose_precision, cuda_problem
+from batchkit.loader import ServedModel, candidate_name, compiled_file_name, load_compiled
+from batchkit.precision import DTYPES, choose_precision, cpu_model_name, cuda_problem
+from batchkit.runtime import optimize_for_serving
 from tsbatch.build.gates import Batch, GateResult, Scorer, batch_independence, judge, probabilities
+
+# At fp32, ``auto`` serves a package only when the build timed it this much faster than
+# TorchScript as a worker serves it: a smaller lead is within run-to-run noise, and
+# TorchScript is the artifact users asked for.
+AUTO_MARGIN = 0.1
+# Threads the timing runs on: what one worker gets by default (config.properties).
+TIMING_THREADS = 1
+
+
+@dataclass(frozen=True)
+class GateData:
+    """What a model's build gates its candidates on: held-out batches and their scorer,
+    each item of the first batch alone, the fixed check inputs whose outputs are recorded,
+    the export's dynamic shapes, and whether workers serve fp32 TorchScript optimized."""
+
+    batches: Sequence[Batch]
+    score: Scorer | None
+    check: Batch
+    dynamic_shapes: tuple[dict[int, Any], ...]
+    singles: Sequence[Batch] | None = None  # default: sliced from the first batch
+    optimize: bool = False
 
 
 @dataclass(frozen=True)
@@ -43,26 +65,37 @@ class GateOutcome:
     enforced: bool = True
     results: list[GateResult] = field(default_factory=list)
     compiled_models: list[str] = field(default_factory=list)
-    compile_figures: dict[str, dict[str, float]] = field(default_factory=dict)
+    compile_figures: dict[str, dict[str, Any]] = field(default_factory=dict)
+    check_outputs: dict[str, list[list[float]]] = field(default_factory=dict)
+    auto_runtime: dict[str, str] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[str]:
         return [result.candidate for result in self.results if self.enforced and not result.passed]
+
+    def servable_check_outputs(self) -> dict[str, list[list[float]]]:
+        """The records of the candidates a worker may serve (fp32 TorchScript always)."""
+        failed = set(self.failed)
+        return {name: outputs for name, outputs in self.check_outputs.items() if name not in failed}
 
     def handler_fields(self) -> dict[str, Any]:
         return {
             "compiled_models": self.compiled_models,
             "compiled_max_batch_size": self.max_batch_size if self.compiled_models else 0,
             "failed_gates": self.failed,
+            "check_outputs": self.servable_check_outputs(),
+            "auto_runtime": self.auto_runtime,
         }
 
     def build_info(self) -> dict[str, Any]:
-        return {
-            "gates": {
-                result.candidate: {**result.figures, "failures": result.failures} for result in self.results
-            },
-            "compiled": self.compile_figures,
+        gates: dict[str, dict[str, Any]] = {
+            name: {"check_outputs": outputs} for name, outputs in self.check_outputs.items()
         }
+        for result in self.results:
+            gates.setdefault(result.candidate, {}).update(
+                {**result.figures, "passed": result.passed, "failures": result.failures}
+            )
+        return {"gates": gates, "compiled": self.compile_figures}
 
 
 def host_targets() -> list[str]:
@@ -118,37 +151,83 @@ def compile_package(
     return figures
 
 
+def check_record(forward: Callable[..., torch.Tensor], check: Batch) -> list[list[float]]:
+    """A candidate's class probabilities on the check inputs, as the worker compares them."""
+    with torch.inference_mode():
+        probs = torch.softmax(forward(*check).float(), dim=-1).cpu()
+    return [[round(float(value), 7) for value in row] for row in probs]
+
+
+def batch_ms(forward: Callable[..., torch.Tensor], batch: Batch, runs: int = 5) -> float:
+    """Best time of ``runs`` calls after two warm-up calls (TorchScript profiles on those)."""
+    times = []
+    with torch.inference_mode():
+        for run in range(runs + 2):
+            started = time.perf_counter()
+            forward(*batch)
+            if run >= 2:
+                times.append(1000 * (time.perf_counter() - started))
+    return min(times)
+
+
+def time_runtimes(compiled: ServedModel, torchscript: ServedModel, batch: Batch) -> dict[str, Any]:
+    """Time a fp32 package against TorchScript as a worker runs them, once, at build: the
+    runtime ``auto`` serves, with the figures that decided it."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(TIMING_THREADS)
+    try:
+        compiled_ms, torchscript_ms = batch_ms(compiled, batch), batch_ms(torchscript, batch)
+    finally:
+        torch.set_num_threads(threads)
+    runtime = "aoti" if compiled_ms <= torchscript_ms * (1 - AUTO_MARGIN) else "torchscript"
+    print(
+        f"[export] runtime auto: {compiled.source} {compiled_ms:.1f} ms, TorchScript {torchscript_ms:.1f} ms "
+        f"per batch of {len(batch[0])} on {TIMING_THREADS} thread -> {runtime}"
+    )
+    return {
+        "auto_runtime": runtime,
+        "timed_ms": {"aoti": round(compiled_ms, 2), "torchscript": round(torchscript_ms, 2)},
+        "timed_batch": len(batch[0]),
+        "timed_threads": TIMING_THREADS,
+        "timed_cpu": cpu_model_name(),
+        "margin": AUTO_MARGIN,
+    }
+
+
 def build_and_gate(
     eager: torch.nn.Module | None,
     torchscript: torch.jit.ScriptModule,
     out: Path,
     settings: CompileSettings,
-    batches: Sequence[Batch],
-    score: Scorer | None,
-    dynamic_shapes: tuple[dict[int, Any], ...],
-    singles: Sequence[Batch] | None = None,
+    data: GateData,
 ) -> GateOutcome:
     """Compile the targets into ``out`` and gate them and the reduced-precision TorchScript
-    candidates against fp32 TorchScript on ``batches``; drop the packages that fail.
+    candidates against fp32 TorchScript on held-out batches; drop the packages that fail.
 
-    ``singles`` are the first batch's items alone (default: sliced from it, which suits
-    fixed-size inputs; text passes each row padded to its own length)."""
+    Every candidate's outputs on the check inputs are recorded (the worker's load check),
+    and each fp32 package is timed against TorchScript (the worker's ``auto`` runtime)."""
     for stale in out.glob("model.*.pt2"):
         stale.unlink()
     outcome = GateOutcome(settings.max_batch_size, settings.enforce_gates)
-    reference = probabilities(torchscript, batches)
-    full_batch = batches[0]
+    reference = probabilities(torchscript, data.batches)
+    full_batch = data.batches[0]
+    singles = data.singles
     if singles is None:
         singles = [tuple(x[i : i + 1] for x in full_batch) for i in range(len(full_batch[0]))]
+    fp32 = ServedModel(torchscript, "torchscript", "fp32", "model.pt", 0.0)
+    outcome.check_outputs["torchscript-fp32"] = check_record(fp32, data.check)
     candidates: list[tuple[str, ServedModel]] = []
     for precision in settings.torchscript_precisions:
         served = ServedModel(torchscript, "torchscript", precision, "model.pt", 0.0)
-        candidates.append((f"torchscript-{precision}", served))
+        candidates.append((candidate_name("torchscript", "cpu", precision), served))
     for target in settings.targets if eager is not None else ():
         device_type, precision = target.split("-")
         path = out / compiled_file_name(device_type, precision)
-        outcome.compile_figures[target] = compile_package(eager, full_batch, dynamic_shapes, target, path)
-        candidates.append((f"aoti-{target}", load_compiled(path, torch.device(device_type), precision)))
+        outcome.compile_figures[target] = compile_package(
+            eager, full_batch, data.dynamic_shapes, target, path
+        )
+        compiled = load_compiled(path, torch.device(device_type), precision)
+        candidates.append((candidate_name("aoti", device_type, precision), compiled))
     for name, served in candidates:
         device = "cuda" if name.startswith("aoti-cuda") else "cpu"
 
@@ -161,16 +240,24 @@ def build_and_gate(
             name,
             served.precision,
             reference,
-            probabilities(forward, batches),
-            score,
+            probabilities(forward, data.batches),
+            data.score,
             batch_independence(forward, full_batch, singles),
         )
         print(f"[export] gate {result.summary()}")
         outcome.results.append(result)
-        if name.startswith("aoti-"):
-            file_name = compiled_file_name(device, served.precision)
-            if result.passed or not settings.enforce_gates:
-                outcome.compiled_models.append(file_name)
-            else:
-                (out / file_name).unlink()
+        outcome.check_outputs[name] = check_record(forward, data.check)
+        if served.runtime != "aoti":
+            continue
+        if result.passed or not settings.enforce_gates:
+            outcome.compiled_models.append(served.source)
+            if served.precision == "fp32" and device == "cpu":
+                serving = optimize_for_serving(torchscript) if data.optimize else torchscript
+                timing = time_runtimes(
+                    served, ServedModel(serving, "torchscript", "fp32", "model.pt", 0.0), full_batch
+                )
+                outcome.compile_figures[f"{device}-fp32"].update(timing)
+                outcome.auto_runtime[f"{device}-fp32"] = timing["auto_runtime"]
+        else:
+            (out / served.source).unlink()
     return outcome

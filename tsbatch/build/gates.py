@@ -2,8 +2,8 @@
 
 A candidate is served only when, on the build's held-out data, it keeps every accuracy
 figure within 0.5 points of fp32 TorchScript, agrees with its top-1 on at least 99.5% of
-the items, and answers a request inside a full batch as it answers it alone: within 1e-4
-in the probabilities at fp32; the same top-1 and within 1e-2 at bf16/fp16.
+the items, and answers a request inside a full batch as it answers it alone, within the
+precision's tolerance (``batchkit.tolerance``, the table the worker and the tests use).
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from batchkit.tolerance import needs_same_top1, tolerance
+
 ACCURACY_POINTS = 0.5
 MIN_AGREEMENT = 0.995
-BATCH_TOLERANCE = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2}
 
 Batch = tuple[torch.Tensor, ...]
 Forward = Callable[..., torch.Tensor]
@@ -91,11 +92,11 @@ def judge(
         result.failures.append(f"top-1 agreement {agreement:.4f} below {MIN_AGREEMENT}")
     difference, same_top1 = independence
     result.figures["batch_vs_alone_max_diff"] = difference
-    if not difference <= BATCH_TOLERANCE[precision]:
+    if not difference <= tolerance(precision):
         result.failures.append(
             f"a request in a full batch differs from alone by {difference:.2e} "
-            f"(tolerance {BATCH_TOLERANCE[precision]:g})"
+            f"(tolerance {tolerance(precision):g})"
         )
-    if precision != "fp32" and not same_top1:
+    if needs_same_top1(precision) and not same_top1:
         result.failures.append("a request in a full batch has another top-1 than alone")
     return result

@@ -19,6 +19,7 @@ from tsbatch.client.process import (
     start_instance,
     stop_process_group,
 )
+from tsbatch.client.served import serving_summary
 from tsbatch.config.check import check
 from tsbatch.config.properties import ADDRESS_KEYS, model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
@@ -75,6 +76,36 @@ def start(run_dir: Path, properties: Path, timeout: float, manifest: Manifest | 
     return 0
 
 
+DIGIT_PNG = (
+    ".venv/bin/python -c 'from PIL import Image; from sklearn.datasets import load_digits; "
+    'Image.fromarray((load_digits().images[7] * 15).astype("uint8")).resize((32, 32)).save("digit.png")\''
+)
+SAMPLE_TEXT = "I lost my credit card"
+
+
+def example_commands(inference_url: str, key_file: Path, models: list[str]) -> list[str]:
+    """Commands that call each served model, to paste from the repository root. Image
+    bytes go with a Content-Type: without one the frontend form-decodes them."""
+    commands = [
+        f'TOKEN=$(python3 -c \'import json; print(json.load(open("{key_file}"))["inference"]["key"])\')'
+    ]
+    for model in models:
+        url = f"{inference_url}/predictions/{model}"
+        if model == "bert_intent":
+            commands.append(
+                f"curl -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: text/plain' "
+                f"--data '{SAMPLE_TEXT}' {url}"
+            )
+        else:
+            if DIGIT_PNG not in commands:
+                commands.append(DIGIT_PNG)
+            commands.append(
+                f"curl -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: application/octet-stream' "
+                f"--data-binary @digit.png {url}"
+            )
+    return commands
+
+
 def print_endpoints(server: TorchServe, models: list[str], run_dir: Path) -> None:
     settings = model_settings(server.properties)
     print(f"\nTorchServe is running (logs: {run_dir}/logs).")
@@ -86,12 +117,13 @@ def print_endpoints(server: TorchServe, models: list[str], run_dir: Path) -> Non
             f"  model {model}: POST {server.url('inference')}/predictions/{model} "
             f"(batchSize={entry.get('batchSize')}, maxBatchDelay={entry.get('maxBatchDelay')} ms)"
         )
+    print("\nWhat the workers serve (their own decision):")
+    for line in serving_summary(server, models):
+        print(line)
     key_file = (run_dir / "key_file.json").resolve()
-    print(f"\nToken auth is on. Keys are in {key_file}:")
-    print(f'  TOKEN=$(python3 -c \'import json; print(json.load(open("{key_file}"))["inference"]["key"])\')')
-    print(
-        f'  curl -H "Authorization: Bearer $TOKEN" --data-binary @digit.png {server.url("inference")}/predictions/{models[0]}'
-    )
+    print(f"\nToken auth is on. Keys are in {key_file}. Try, from {REPO_ROOT}:")
+    for command in example_commands(server.url("inference"), key_file, models):
+        print(f"  {command}")
     print(f"  (the management API at {server.url('management')} takes the 'management' key)")
     print("Stop with: make stop")
 

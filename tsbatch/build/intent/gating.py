@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
-from tsbatch.build.compiled import GateOutcome, build_and_gate, compile_settings
+from batchkit.text import check_tokens, load_tokenizer, pad_id, pad_to_longest, tokenize
+from tsbatch.build.compiled import GateData, GateOutcome, build_and_gate, compile_settings
 from tsbatch.build.gates import Batch, Scorer
 from tsbatch.build.intent.data import Example
 from tsbatch.build.intent.model import IntentClassifier
@@ -65,4 +65,5 @@ def compile_and_gate(
     batch = torch.export.Dim("batch", min=1, max=compiling.max_batch_size)
     tokens = torch.export.Dim("tokens", min=2, max=max_length)
     shapes = ({0: batch, 1: tokens}, {0: batch, 1: tokens})
-    return build_and_gate(model.eval(), traced, out, compiling, batches, score, shapes, singles)
+    data = GateData(batches, score, check=check_tokens(tokenizer), dynamic_shapes=shapes, singles=singles)
+    return build_and_gate(model.eval(), traced, out, compiling, data)

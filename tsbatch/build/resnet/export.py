@@ -18,9 +18,10 @@ from pathlib import Path
 import torch
 import torchvision
 
+from batchkit.images import check_images
 from batchkit.runtime import optimize_for_serving
 from tsbatch.build import artifacts
-from tsbatch.build.compiled import GateOutcome, build_and_gate, compile_settings
+from tsbatch.build.compiled import GateData, GateOutcome, build_and_gate, compile_settings
 from tsbatch.build.gates import Batch, Scorer, top1_accuracy
 from tsbatch.build.manifest import ModelSpec, load_manifest
 from tsbatch.build.resnet.digits import train_on_digits
@@ -113,7 +114,14 @@ def compile_and_gate(
         eager = eager.to(memory_format=torch.channels_last)
     batches, score = gate_data(resolved, min(8, settings.max_batch_size))
     batch = torch.export.Dim("batch", min=1, max=settings.max_batch_size)
-    return build_and_gate(eager, scripted, spec.artifact_dir, settings, batches, score, ({0: batch},))
+    data = GateData(
+        batches,
+        score,
+        check=(check_images(resolved.crop_size),),
+        dynamic_shapes=({0: batch},),
+        optimize=bool(spec.settings.get("optimize", True)),
+    )
+    return build_and_gate(eager, scripted, spec.artifact_dir, settings, data)
 
 
 def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path | None = None) -> Path:

@@ -39,7 +39,14 @@ def test_export_writes_a_verified_archive_layout(
     settings["base_model"] = str(tiny_base_model)
     settings["data"] = {"format": "clinc150", "path": str(tiny_clinc)}
     settings["training"] = {"epochs": 1, "threads": 1, "gates": {"in_scope_accuracy": 0.0, "oos_recall": 0.0}}
-    settings["compile"] = {"targets": [], "torchscript_precisions": ["bf16"]}  # no compile: seconds
+    # Every reduced precision a CPU can serve, forced whatever this CPU has: the compile at
+    # bf16 is the step that failed on CPUs with native bf16 (a fp32 attention mask).
+    settings["compile"] = {
+        "targets": ["cpu-bf16", "cpu-fp16"],
+        "torchscript_precisions": ["bf16", "fp16"],
+        "max_batch_size": 4,
+        "enforce_gates": False,
+    }
     out = export_module.export(spec, settings, tmp_path / "build")
     for name in (
         "model.pt",
@@ -59,10 +66,15 @@ def test_export_writes_a_verified_archive_layout(
     info = json.loads((out / "build_info.json").read_text())
     assert max(info["verification"].values()) <= 1e-4
     assert any("len64" in key for key in info["verification"])
-    gate = info["gates"]["torchscript-bf16"]
-    assert {"in_scope_accuracy", "oos_recall", "top1_agreement", "max_probability_diff"} <= set(gate)
-    assert config.precision == "auto" and config.compiled_models == ()
-    assert list(config.failed_gates) == ([] if not gate["failures"] else ["torchscript-bf16"])
+    for candidate in ("torchscript-bf16", "torchscript-fp16", "aoti-cpu-bf16", "aoti-cpu-fp16"):
+        gate = info["gates"][candidate]
+        assert {"in_scope_accuracy", "oos_recall", "top1_agreement", "max_probability_diff"} <= set(gate)
+        assert len(gate["check_outputs"]) == 2 and len(gate["check_outputs"][0]) == 3
+    assert set(info["compiled"]) == {"cpu-bf16", "cpu-fp16"}
+    assert config.precision == "auto"
+    assert config.compiled_models == ("model.cpu-bf16.pt2", "model.cpu-fp16.pt2")
+    assert (out / "model.cpu-bf16.pt2").is_file() and (out / "model.cpu-fp16.pt2").is_file()
+    assert "torchscript-fp32" in config.check_outputs
 
 
 def test_verify_catches_a_traced_model_that_differs(tiny_base_model: Path) -> None:
