@@ -12,10 +12,11 @@ and leaves its request-mates alone.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,11 +99,12 @@ def parse_request(
     else:
         body = request
     if header_length is not None and not isinstance(body, dict):
-        raw = body.encode("utf-8") if isinstance(body, str) else bytes(body)
-        document, tensors = split_body(raw, header_length, schema.error)
-        if "inputs" not in document:
-            raise schema.error('the JSON header of a binary body must be a KServe v2 {"inputs": [...]}')
-        return _counted(_kserve_v2(document, schema, tensors), max_inputs, schema)
+        with _open_inference():
+            raw = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+            document, tensors = split_body(raw, header_length, schema.error)
+            if "inputs" not in document:
+                raise schema.error('the JSON header of a binary body must be a KServe v2 {"inputs": [...]}')
+            return _counted(_kserve_v2(document, schema, tensors), max_inputs, schema)
     if isinstance(body, list):  # a JSON list (sent as application/json)
         return _counted(ParsedRequest(Protocol.LIST, _elements(body, schema)), max_inputs, schema)
     document = parse_json_object(body, schema.error)
@@ -112,11 +114,22 @@ def parse_request(
         instances = _only_key(document, "instances", schema)
         return _counted(ParsedRequest(Protocol.KSERVE_V1, _elements(instances, schema)), max_inputs, schema)
     if "inputs" in document:
-        return _counted(_kserve_v2(document, schema), max_inputs, schema)
+        with _open_inference():
+            return _counted(_kserve_v2(document, schema), max_inputs, schema)
     if schema.list_key in document:
         items = _only_key(document, schema.list_key, schema)
         return _counted(ParsedRequest(Protocol.LIST, _elements(items, schema)), max_inputs, schema)
     return ParsedRequest(Protocol.SINGLE, [document])
+
+
+@contextlib.contextmanager
+def _open_inference() -> Iterator[None]:
+    """Errors raised inside answer in the Open Inference Protocol's error shape."""
+    try:
+        yield
+    except RequestError as exc:
+        exc.oip = True
+        raise
 
 
 def _only_key(document: dict[str, Any], key: str, schema: InputSchema) -> list[Any]:
@@ -241,7 +254,9 @@ def compose_response(parsed: ParsedRequest, results: Sequence[Any], model_name: 
         body = {"results": items}
     errors = [result for result in results if isinstance(result, RequestError)]
     if len(errors) == len(results):
-        return InputsRejected(int(errors[0].status), body, len(results))
+        rejected = InputsRejected(int(errors[0].status), body, len(results))
+        rejected.oip = parsed.protocol is Protocol.KSERVE_V2
+        return rejected
     if parsed.binary_output:
         return _as_binary(body)
     return body

@@ -144,4 +144,4 @@ def test_a_binary_v2_request_gets_bytes_and_its_header_length_beside_json_mates(
     }
     assert responses[1] == {"value": 4, "label": "odd"}
     assert context.statuses == {2: (400, "Bad Request")}
-    assert "Inference-Header-Content-Length is 9999" in responses[2]["error"]["message"]
+    assert "Inference-Header-Content-Length is 9999" in responses[2]["error"]

@@ -308,3 +308,25 @@ def test_binary_elements_keep_empty_and_non_ascii_values() -> None:
     values = [b"", "café".encode(), bytes(range(256))]
     assert bytes_elements(encode_elements(values), 3, "x", InvalidText) == values
     assert encode_elements([b"ab"]) == b"\x02\x00\x00\x00ab"
+
+
+def test_kserve_v2_request_errors_take_the_protocol_error_shape() -> None:
+    request, length = binary_request([b"a"])
+    with pytest.raises(InvalidImage) as caught:
+        parse(request, header_length="999999")
+    assert caught.value.to_body() == {
+        "error": f"Inference-Header-Content-Length is 999999 but the body is {len(request['body'])} bytes",
+        "type": "invalid_image",
+    }
+    with pytest.raises(InvalidText) as json_caught:
+        parse(
+            {"body": {"inputs": [{"name": "t", "datatype": "FP32", "shape": [1], "data": [1]}]}}, TEXT_INPUTS
+        )
+    assert isinstance(json_caught.value.to_body()["error"], str)
+    with pytest.raises(InvalidText) as ours:
+        parse({"body": {"texts": "x"}}, TEXT_INPUTS)
+    assert ours.value.to_body()["error"]["type"] == "invalid_text"
+    rejected = compose_response(parse(request, header_length=length), [InvalidImage("bad")], "m")
+    body = rejected.to_body()
+    assert body["error"] == "all 1 inputs of the request were rejected; each input's error is in the body"
+    assert json.loads(body["outputs"][0]["data"][0]) == {"error": {"type": "invalid_image", "message": "bad"}}
