@@ -87,6 +87,18 @@ def test_health_readiness_and_metadata_answer_as_the_protocol_says(torchserve: T
     base = torchserve.url("inference")
     unknown = requests.get(f"{base}/v2/models/{RESNET}/stats", headers=token(torchserve), timeout=30)
     assert unknown.status_code == 404 and "no such Open Inference Protocol route" in unknown.json()["error"]
+    # Draining (the preStop hook's file, in TorchServe's working directory by default):
+    # the server stays live but is no longer ready, as deploy/probe.py ready reports.
+    marker = torchserve.run_dir / "draining"
+    marker.touch()
+    try:
+        ready = requests.get(f"{base}/v2/health/ready", headers=token(torchserve), timeout=30)
+        assert ready.status_code == 503 and "draining" in ready.json()["error"]
+        assert triton_client.is_server_live(headers=token(torchserve))
+        assert triton_client.is_model_ready(RESNET, headers=token(torchserve)), "a model stays ready"
+    finally:
+        marker.unlink()
+    assert triton_client.is_server_ready(headers=token(torchserve))
     # The routes sit behind TorchServe's token check like every inference route.
     assert requests.get(f"{base}/v2/health/live", timeout=30).status_code == 400
 
