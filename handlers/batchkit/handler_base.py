@@ -88,7 +88,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         if is_describe_call(context):
             return [json.dumps(self.describe())]
         try:
-            responses, report = self.process(data, [binary_header(context, i) for i in range(len(data))])
+            responses, report = self.process(data, [request_header_length(context, i) for i in range(len(data))])
         except Exception as exc:
             logger.exception("batch failed outside the per-request pipeline")
             error = error_for_exception(exc)
@@ -233,7 +233,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         """Synthetic decoded items for warm-up."""
 
 
-def binary_header(context: Any, index: int) -> str | None:
+def request_header_length(context: Any, index: int) -> str | None:
     """Request ``index``'s Inference-Header-Content-Length header, when TorchServe gave one."""
     if context is None:
         return None
