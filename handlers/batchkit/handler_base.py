@@ -88,7 +88,9 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         if is_describe_call(context):
             return [json.dumps(self.describe())]
         try:
-            responses, report = self.process(data, [request_header_length(context, i) for i in range(len(data))])
+            responses, report = self.process(
+                data, [request_header_length(context, i) for i in range(len(data))]
+            )
         except Exception as exc:
             logger.exception("batch failed outside the per-request pipeline")
             error = error_for_exception(exc)
