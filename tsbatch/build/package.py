@@ -174,14 +174,18 @@ def private_store(
     directory.mkdir(parents=True, exist_ok=True)
     properties = directory / "config.properties"
     shutil.copy(source, properties)
-    metrics_config = read_properties(source).get("metrics_config")
+    values = read_properties(source)
+    metrics_config = values.get("metrics_config")
     if metrics_config and not Path(metrics_config).is_absolute():
         shutil.copy(source.parent / metrics_config, directory / metrics_config)
+    plugins = values.get("plugins_path")
     store = directory / "model-store"
     store.mkdir(exist_ok=True)
     text = properties.read_text()
     for key, value in {
         "load_models": ",".join(f"{m}.mar" for m in models),
+        # The frontend plugins stay where the source names them (they are not copied).
+        **({"plugins_path": str((source.parent / plugins).resolve())} if plugins else {}),
         **(extra_properties or {}),
     }.items():
         text = replace_entry(text, key, f"{key}={value}\n")
