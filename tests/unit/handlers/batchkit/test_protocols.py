@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -175,72 +176,77 @@ def test_the_header_name_is_found_whatever_its_case() -> None:
     assert header_length_of({"content-type": "application/json"}) is None
 
 
-@pytest.mark.parametrize(
-    ("case", "message"),
-    [
-        ("length_past_end", "Inference-Header-Content-Length is 100000 but the body is"),
-        ("length_negative", "Inference-Header-Content-Length is -1"),
-        ("length_not_a_number", "must be a whole number of bytes, got 'abc'"),
-        ("header_not_json", "are not a JSON header"),
-        ("size_negative", "binary_data_size must be a byte count of 0 or more, got -4"),
-        ("size_past_end", "has binary_data_size 999 but only"),
-        ("element_past_end", "element 1 says 50 bytes but only 2 remain"),
-        ("truncated_prefix", "element 1 has a truncated 4-byte length"),
-        ("more_than_shape", "holds more elements than its shape says (1)"),
-        ("fewer_than_shape", "holds 2 elements but its shape says 3"),
-        ("trailing_bytes", "3 bytes follow the last input's binary_data_size"),
-        ("data_and_size", 'has both "data" and binary_data_size'),
-        ("no_inputs_header", 'must be a KServe v2 {"inputs": [...]}'),
-    ],
-)
-def test_malformed_binary_bodies_are_a_400_naming_the_fault(case: str, message: str) -> None:
+def rebuilt(header: dict, tensor: bytes) -> tuple[bytes, str]:
+    encoded = json.dumps(header).encode()
+    return encoded + tensor, str(len(encoded))
+
+
+def with_size(size: object) -> Callable[[dict, bytes], tuple[bytes, str]]:
+    def change(header: dict, tensor: bytes) -> tuple[bytes, str]:
+        header["inputs"][0]["parameters"]["binary_data_size"] = size
+        return rebuilt(header, tensor)
+
+    return change
+
+
+def with_tensor(tensor: bytes) -> Callable[[dict, bytes], tuple[bytes, str]]:
+    def change(header: dict, _: bytes) -> tuple[bytes, str]:
+        header["inputs"][0]["parameters"]["binary_data_size"] = len(tensor)
+        return rebuilt(header, tensor)
+
+    return change
+
+
+def with_input(**changes: object) -> Callable[[dict, bytes], tuple[bytes, str]]:
+    def change(header: dict, tensor: bytes) -> tuple[bytes, str]:
+        header["inputs"][0].update(changes)
+        return rebuilt(header, tensor)
+
+    return change
+
+
+# Each breaks the two-element body binary_request builds: (header, tensor) -> (body, length).
+MALFORMED = {
+    "length past the end": (
+        lambda h, t: (rebuilt(h, t)[0], "100000"),
+        "Inference-Header-Content-Length is 100000 but the body is",
+    ),
+    "negative length": (lambda h, t: (rebuilt(h, t)[0], "-1"), "Inference-Header-Content-Length is -1"),
+    "length not a number": (
+        lambda h, t: (rebuilt(h, t)[0], "abc"),
+        "must be a whole number of bytes, got 'abc'",
+    ),
+    "header not JSON": (lambda h, t: (b"not json at all" + t, "15"), "are not a JSON header"),
+    "negative size": (with_size(-4), "binary_data_size must be a byte count of 0 or more, got -4"),
+    "size past the end": (with_size(999), "has binary_data_size 999 but only"),
+    "element past its tensor": (
+        with_tensor(encode_elements([b"ab"]) + ELEMENT_PREFIX.pack(50) + b"cd"),
+        "element 1 says 50 bytes but only 2 remain",
+    ),
+    "truncated element length": (
+        with_tensor(encode_elements([b"ab"]) + b"\x01\x00"),
+        "element 1 has a truncated 4-byte length",
+    ),
+    "more elements than the shape": (with_input(shape=[1]), "holds more elements than its shape says (1)"),
+    "fewer elements than the shape": (with_input(shape=[3]), "holds 2 elements but its shape says 3"),
+    "bytes after the last tensor": (
+        lambda h, t: rebuilt(h, t + b"xyz"),
+        "3 bytes follow the last input's binary_data_size",
+    ),
+    "data and size": (with_input(data=["ab", "cd"]), 'has both "data" and binary_data_size'),
+    "header without inputs": (lambda h, t: rebuilt({"id": "x"}, t), 'must be a KServe v2 {"inputs": [...]}'),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_malformed_binary_bodies_are_a_400_naming_the_fault(case: str) -> None:
     request, length = binary_request([b"ab", b"cd"])
     body = request["body"]
     header, tensor = json.loads(body[: int(length)]), body[int(length) :]
-
-    def rebuilt(changed: dict, data: bytes = tensor) -> tuple[dict[str, bytes], str]:
-        encoded = json.dumps(changed).encode()
-        return {"body": encoded + data}, str(len(encoded))
-
-    tensor_header = header["inputs"][0]
-    if case == "length_past_end":
-        length = "100000"
-    elif case == "length_negative":
-        length = "-1"
-    elif case == "length_not_a_number":
-        length = "abc"
-    elif case == "header_not_json":
-        request = {"body": b"not json at all" + tensor}
-        length = "15"
-    elif case == "size_negative":
-        tensor_header["parameters"]["binary_data_size"] = -4
-        request, length = rebuilt(header)
-    elif case == "size_past_end":
-        tensor_header["parameters"]["binary_data_size"] = 999
-        request, length = rebuilt(header)
-    elif case == "element_past_end":
-        broken = encode_elements([b"ab"]) + ELEMENT_PREFIX.pack(50) + b"cd"
-        tensor_header["parameters"]["binary_data_size"] = len(broken)
-        request, length = rebuilt(header, broken)
-    elif case == "truncated_prefix":
-        broken = encode_elements([b"ab"]) + b"\x01\x00"
-        tensor_header["parameters"]["binary_data_size"] = len(broken)
-        request, length = rebuilt(header, broken)
-    elif case == "more_than_shape":
-        tensor_header["shape"] = [1]
-        request, length = rebuilt(header)
-    elif case == "fewer_than_shape":
-        tensor_header["shape"] = [3]
-        request, length = rebuilt(header)
-    elif case == "trailing_bytes":
-        request, length = rebuilt(header, tensor + b"xyz")
-    elif case == "data_and_size":
-        tensor_header["data"] = ["ab", "cd"]
-        request, length = rebuilt(header)
-    elif case == "no_inputs_header":
-        request, length = rebuilt({"id": "x"})
+    breaks, message = MALFORMED[case]
+    broken, broken_length = breaks(header, tensor)
     with pytest.raises(InvalidImage) as caught:
-        parse(request, header_length=length)
+        parse({"body": broken}, header_length=broken_length)
     assert message in caught.value.message
     assert caught.value.status == 400
 
