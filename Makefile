@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed
 SERVE_DIR := .serve
 PYTEST_ARGS ?=
 
-.PHONY: help install java archive plugins serve stop status check-config test test-tools test-unit \
+.PHONY: help install java archive plugins serve stop status doctor check-config test test-tools test-unit \
         test-integration bench bench-intent bench-client lint loadtest loadtest-ui sweep tune gpu-check image clean
 
 help: ## List the commands
@@ -47,6 +47,9 @@ stop: ## Stop the TorchServe started by `make serve`
 
 status: ## Show the models of the running server
 	$(PY) -m scripts.serve status --run-dir $(SERVE_DIR)
+
+doctor: $(INSTALLED) ## What this machine offers (CPU flags, compiler, CUDA) and what a worker here would serve per model
+	$(PY) -m scripts.doctor
 
 check-config: $(INSTALLED) ## Explain mistakes in config.properties and stale archives
 	$(PY) -m scripts.check_config

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 import torch
@@ -14,6 +16,7 @@ from batchkit.text import (
     TEXT_INPUTS,
     IntentScores,
     check_tokens,
+    length_buckets,
     load_tokenizer,
     pad_id,
     pad_to_longest,
@@ -22,6 +25,8 @@ from batchkit.text import (
     text_from_body,
     tokenize,
 )
+
+logger = logging.getLogger(__name__)
 
 WARMUP_TEXT = "how long until my replacement card arrives in the mail after i reported it lost"
 
@@ -55,7 +60,12 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
         groups = plan_groups(lengths, config.token_budget, None, config.pass_overhead_tokens)
         scores: dict[int, IntentScores] = {}
         for forward_pass, group in enumerate(groups):
-            input_ids, attention_mask = pad_to_longest([tokenized.ids[i] for i in group], self.pad_token_id)
+            input_ids, attention_mask = pad_to_longest(
+                [tokenized.ids[i] for i in group],
+                self.pad_token_id,
+                config.pad_to_multiple_of,
+                config.max_length,
+            )
             logits = self.model(input_ids.to(self.device), attention_mask.to(self.device))
             rows = torch.softmax(logits.float(), dim=1).cpu().tolist()
             for index, row in zip(group, rows, strict=True):
@@ -90,6 +100,22 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
         """Padding efficiency of this batch's forward passes (none when nothing ran)."""
         if outputs:
             report.padding = padding_of(outputs)
+
+    def warm_up(self) -> None:
+        """Also run every (batch size, padded length) shape once, so no request meets a
+        cold shape and the worker's memory is what it will stay."""
+        super().warm_up()
+        config = self.config
+        started = time.perf_counter()
+        buckets = length_buckets(config.max_length, config.pad_to_multiple_of)
+        with torch.inference_mode():
+            for size in range(1, self.max_batch_size + 1):
+                for length in buckets:
+                    ids = torch.full((size, length), self.pad_token_id, dtype=torch.long, device=self.device)
+                    mask = torch.ones_like(ids)
+                    self.model(ids, mask)
+        shapes = self.max_batch_size * len(buckets)
+        logger.info("warm-up of %d shapes took %.1f s", shapes, time.perf_counter() - started)
 
     def warmup_items(self, count: int) -> list[str]:
         """Texts of spread-out lengths, so warm-up runs more than one shape."""

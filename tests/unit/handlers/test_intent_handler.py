@@ -135,8 +135,8 @@ def test_long_text_is_truncated_and_says_so(handler_and_context) -> None:
     assert cut["top_k"] == responses[0]["top_k"]  # everything past max_length is ignored
 
 
-def test_length_aware_passes_and_padding_efficiency(handler_and_context) -> None:
-    handler, context = handler_and_context
+def test_length_aware_passes_and_padding_efficiency(tiny_intent_model_dir, fake_context_factory) -> None:
+    handler, context = make_handler(*tiny_intent_model_dir, fake_context_factory, pad_to_multiple_of=1)
     texts = ["hi", "ok", "yes", "why was my card declined at the gas station yesterday evening again"]
     handler.handle([body(t) for t in texts], context)
     report = handler.last_report
@@ -210,3 +210,15 @@ def test_texts_of_multi_input_requests_share_the_token_budget_and_keep_their_ans
     answers = [*responses[0]["results"], responses[1]["predictions"][0]]
     assert [answer["top_k"] for answer in answers] == [answer["top_k"] for answer in alone]
     assert responses[1]["predictions"][1]["error"] == {"type": "invalid_text", "message": "text is empty"}
+
+
+def test_padded_lengths_round_up_and_every_shape_is_warmed_up(
+    tiny_intent_model_dir, fake_context_factory, caplog
+) -> None:
+    caplog.set_level("INFO")
+    handler, context = make_handler(*tiny_intent_model_dir, fake_context_factory, pad_to_multiple_of=8)
+    assert "warm-up of 16 shapes took" in caplog.text  # batch sizes 1..8 x padded lengths 8 and 16
+    responses = handler.handle([body("hi"), body("what is my balance today please")], context)
+    assert all("error" not in response for response in responses)
+    padding = handler.last_report.padding
+    assert padding.padded_tokens % 8 == 0 and padding.padded_tokens >= padding.real_tokens

@@ -149,7 +149,10 @@ def run_sweep(
             else module_forward(target.reference.to(device), device, "fp32")
         )
         fp32_references = {s.name: References(s, reference, device) for s in target.scenarios}
-        for precision in [p for p in run if target.precisions is None or p in target.precisions]:
+        # A compiled package runs in the precision it was built for whenever that one was
+        # asked for: the autocast rules above are about TorchScript, not what workers serve.
+        own = run if target.precisions is None else [p for p in precisions if p in target.precisions]
+        for precision in own:
             forward = fp32_forward if precision == "fp32" else module_forward(module, device, precision)
             for scenario in target.scenarios:
                 result.rows.extend(

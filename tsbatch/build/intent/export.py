@@ -153,6 +153,7 @@ def handler_config(
         top_k=int(settings.get("top_k", 5)),
         token_budget=int(settings.get("token_budget", 4096)),
         pass_overhead_tokens=int(settings.get("pass_overhead_tokens", 0)),
+        pad_to_multiple_of=int(settings.get("pad_to_multiple_of", 8)),
         max_body_bytes=int(settings.get("max_body_bytes", 64 * 1024)),
         warmup_batch_sizes=tuple(int(size) for size in settings.get("warmup_batch_sizes", [1])),
         precision=str(settings.get("precision", "auto")),

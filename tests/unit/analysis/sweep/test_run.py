@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+from batchkit.loader import load_compiled
 from tsbatch.analysis.sweep.inputs import Scenario
 from tsbatch.analysis.sweep.measure import Budget
 from tsbatch.analysis.sweep.report import summarize
 from tsbatch.analysis.sweep.run import precision_plan, run_sweep, sweep_curve
-from tsbatch.analysis.sweep.targets import Target
+from tsbatch.analysis.sweep.targets import CompiledModule, Target
 
 FAST = Budget(iters=3, warmup=1, min_iters=2, max_seconds=2.0)
 CPU = torch.device("cpu")
@@ -92,3 +93,20 @@ def test_a_runtime_target_runs_its_own_precision_with_drift_against_the_referenc
     result = run_sweep([compiled], [1, 4], CPU, ["fp32", "bf16"], FAST, cpu_bf16=True, log=lambda _: None)
     assert {r.precision for r in result.rows} == {"fp32"}
     assert all(r.fp32_max_abs_diff is not None and r.fp32_max_abs_diff < 1e-4 for r in result.rows)
+
+
+def test_a_bf16_package_runs_without_cpu_bf16_autocast(tiny_target: Target, tiny_gated_build) -> None:
+    """The package is what workers serve at bf16: it runs whatever the autocast flag says."""
+    build, _ = tiny_gated_build
+    served = load_compiled(build / "model.cpu-bf16.pt2", CPU, "bf16")
+    compiled = Target(
+        name="tiny-aoti",
+        sla_model="tiny",
+        description="the tiny bf16 package",
+        module=CompiledModule(served),
+        scenarios=tiny_target.scenarios,
+        precisions=("bf16",),
+        reference=tiny_target.module,
+    )
+    result = run_sweep([compiled], [1, 4], CPU, ["fp32", "bf16"], FAST, cpu_bf16=False, log=lambda _: None)
+    assert {r.precision for r in result.rows} == {"bf16"} and all(r.status == "ok" for r in result.rows)

@@ -9,7 +9,16 @@ import torch
 
 from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.images import check_images
-from batchkit.loader import ArchiveMismatchError, load_served_model, plan_candidates
+from batchkit.loader import (
+    ArchiveMismatchError,
+    Candidate,
+    load_compiled,
+    load_served_model,
+    package_mismatch,
+    persistent_inductor_cache,
+    plan_candidates,
+    unchecked_reason,
+)
 from batchkit.precision import PrecisionChoice
 from batchkit.tolerance import probabilities_disagree
 from tests.conftest import TINY_CROP
@@ -160,3 +169,53 @@ def test_the_plan_is_the_same_for_every_worker(tiny_compiled_model_dir) -> None:
     assert plans[0] == plans[1] == plans[2]
     candidates, _ = plans[0]
     assert [c.name for c in candidates] == ["aoti-cpu-bf16", "torchscript-bf16", "torchscript-fp32"]
+
+
+def test_packages_load_with_an_inductor_cache_that_outlives_tmpdir(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "per-instance-tmp"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert persistent_inductor_cache() == str(tmp_path / "cache" / "torchinductor")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/srv/inductor")
+    assert persistent_inductor_cache() == "/srv/inductor"
+
+
+AMX_HOST = {"AOTI_PLATFORM": "linux", "AOTI_MACHINE": "x86_64", "AOTI_CPU_ISA": "AVX512 AVX512_VNNI AMX_TILE"}
+
+
+@pytest.mark.parametrize(
+    ("here", "problem"),
+    [
+        (AMX_HOST, None),
+        ({**AMX_HOST, "AOTI_CPU_ISA": "AVX2"}, "CPU_ISA 'AVX512 AVX512_VNNI AMX_TILE' here 'AVX2'"),
+        ({**AMX_HOST, "AOTI_CPU_ISA": "AVX512"}, "CPU_ISA"),
+    ],
+)
+def test_a_package_compiled_for_another_isa_is_refused_before_it_runs(
+    here: dict, problem: str | None
+) -> None:
+    """Forced: an AMX-built package on an AVX2 or plain AVX-512 CPU would die of SIGILL."""
+    found = package_mismatch(AMX_HOST, here)
+    assert (found is None) if problem is None else (problem in (found or ""))
+
+
+def test_the_build_hosts_own_package_matches_this_machine(tiny_gated_build) -> None:
+    build, _ = tiny_gated_build
+    served = load_compiled(build / "model.cpu-fp32.pt2", CPU, "fp32")
+    assert served.runtime == "aoti"
+
+
+def test_torchscript_recorded_on_the_cpu_is_not_checked_on_a_gpu(tiny_image_model_dir) -> None:
+    """Forced device type: a CUDA worker's TorchScript rounds otherwise (TF32 convolutions)."""
+    _, config = tiny_image_model_dir
+    handler = from_mapping(ImageModelConfig, config["handler"])
+    fp32 = Candidate("torchscript-fp32", "torchscript", "fp32", "model.pt")
+    assert unchecked_reason(handler, fp32, "cpu") is None
+    assert (
+        unchecked_reason(handler, fp32, "cuda")
+        == "torchscript-fp32 was recorded on the CPU: not checked on cuda"
+    )
+    package = Candidate("aoti-cuda-bf16", "aoti", "bf16", "model.cuda-bf16.pt2")
+    assert (
+        unchecked_reason(handler, package, "cuda") == "no recorded check outputs in this archive: not checked"
+    )

@@ -11,6 +11,7 @@ import torch
 from batchkit.errors import InvalidText, PayloadTooLarge
 from batchkit.text import (
     IntentScores,
+    length_buckets,
     load_tokenizer,
     pad_id,
     pad_to_longest,
@@ -177,3 +178,12 @@ def test_padding_of_counts_real_and_padded_tokens_per_pass() -> None:
     stats = padding_of([scores(10, 10, 0), scores(5, 10, 0), scores(5, 10, 0), scores(3, 3, 1)])
     assert (stats.real_tokens, stats.padded_tokens, stats.forward_passes) == (23, 33, 2)
     assert stats.efficiency == pytest.approx(23 / 33)
+
+
+def test_padded_lengths_round_up_to_a_bounded_set_of_buckets() -> None:
+    ids, mask = pad_to_longest([[101, 7, 102], [101, 102]], pad_token_id=0, multiple=8, max_length=64)
+    assert ids.shape == (2, 8) and mask.tolist()[1] == [1, 1] + [0] * 6
+    assert pad_to_longest([[1] * 63], multiple=8, max_length=63)[0].shape == (1, 63)
+    assert length_buckets(64, 8) == [8, 16, 24, 32, 40, 48, 56, 64]
+    assert length_buckets(20, 8) == [8, 16, 20]
+    assert length_buckets(5, 1) == [1, 2, 3, 4, 5]

@@ -1,0 +1,55 @@
+"""`scripts/gpu_check.sh` on the CPU (GPU_CHECK_DEVICE=cpu): a lent GPU gives minutes, so the
+script must work the first time it meets one. Small limits; the archives are the suite's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from batchkit.precision import choose_precision
+from tsbatch.paths import REPO_ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def test_gpu_check_runs_every_step_and_ends_with_one_table(model_store: Path, tmp_path: Path) -> None:
+    precision = choose_precision("auto", torch.device("cpu")).precision  # what this CPU's archive serves
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "GPU_CHECK_DEVICE": "cpu",
+        "GPU_CHECK_BUILD": "0",
+        "GPU_CHECK_MAX_BATCH": "2",
+        "GPU_CHECK_ITERS": "2",
+        "GPU_CHECK_PRECISIONS": precision,
+        "GPU_CHECK_LOCUST_TIME": "6s",
+        "GPU_CHECK_LOCUST_USERS": "4",
+    }
+    out = tmp_path / "gpu-check"
+    result = subprocess.run(
+        ["bash", "scripts/gpu_check.sh", str(out)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    table = (out / "summary_table.md").read_text()
+    rows = [line.split(" | ") for line in table.splitlines()[2:]]
+    steps = {row[0].lstrip("| ") for row in rows}
+    assert {"build gate", "sweep", f"serve {precision}"} <= steps, table
+    assert any(step.startswith("locust ") for step in steps), table
+    for row in rows:
+        if row[0].lstrip("| ").startswith("locust "):
+            assert row[4].startswith(("exit 0", "exit 1")), (
+                table
+            )  # ran; an SLA breach on a busy CPU is not a script fault
+        else:
+            assert row[3] == "PASS", table
+    assert result.returncode in (0, 1), result.stdout[-3000:] + result.stderr[-3000:]
+    assert table in result.stdout, "the table is the script's last output"

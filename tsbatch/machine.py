@@ -1,0 +1,114 @@
+"""What this machine offers the toolkit (`make doctor`): the CPU features that decide
+precision and kernels, the compiler AOTInductor needs, CUDA, and per built model what a
+worker here would serve.
+
+Every line comes from the same functions the workers call (``batchkit.precision``,
+``batchkit.loader``), so the report cannot disagree with what ``make serve`` then does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+from pathlib import Path
+
+import torch
+
+from batchkit.config import ImageModelConfig, ModelConfig, TextModelConfig, from_mapping
+from batchkit.loader import compiled_file_name, package_mismatch, plan_candidates
+from batchkit.precision import choose_precision, cpu_flags, cpu_model_name, cuda_problem
+from tsbatch.build import artifacts
+from tsbatch.build.manifest import load_manifest
+from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.paths import DEFAULT_PROPERTIES
+
+# The CPU flags that change what is served: bf16 and int8 dot products, and the ISA the
+# compiled packages target.
+RELEVANT_FLAGS = (
+    "avx2",
+    "avx512f",
+    "avx512_bf16",
+    "amx_bf16",
+    "avx512_fp16",
+    "avx512_vnni",
+    "avx_vnni",
+    "amx_int8",
+)
+CONFIG_TYPES: dict[str, type[ModelConfig]] = {"image": ImageModelConfig, "text": TextModelConfig}
+
+
+def flag_lines(flags: set[str]) -> list[str]:
+    return [f"  {flag:<12} {'yes' if flag in flags else 'no'}" for flag in RELEVANT_FLAGS]
+
+
+def compiler_line() -> str:
+    """The C++ compiler Inductor calls (its ISA probe needs one, even to load a package)."""
+    for name in ("g++", "c++", "clang++"):
+        path = shutil.which(name)
+        if path:
+            version = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+            return (
+                f"  C++ compiler {path} ({version.stdout.splitlines()[0] if version.stdout else 'unknown'})"
+            )
+    return "  C++ compiler: none found (AOTInductor packages cannot be loaded; workers serve TorchScript)"
+
+
+def cuda_lines() -> list[str]:
+    problem = cuda_problem()
+    driver = shutil.which("nvidia-smi")
+    lines = [f"  torch {torch.__version__}, CUDA build {torch.version.cuda or 'none'}"]
+    lines.append(f"  nvidia-smi: {driver or 'not found'}")
+    if problem is None:
+        names = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
+        lines.append(
+            f"  CUDA usable: {names}; auto picks {choose_precision('auto', torch.device('cuda')).precision}"
+        )
+    else:
+        lines.append(f"  CUDA not usable: {problem}")
+    return lines
+
+
+def model_lines(name: str, kind: str, artifact_dir: Path, batch_size: int) -> list[str]:
+    """What a CPU worker of this archive would try here, in order, and why others are not."""
+    config_path = artifact_dir / artifacts.HANDLER_CONFIG_FILE
+    if not config_path.exists():
+        return [f"  {name}: not built (make archive)"]
+    config = from_mapping(CONFIG_TYPES[kind], {**artifacts.read_json(config_path), "torch_threads": 1})
+    choice = choose_precision(config.precision, torch.device("cpu"))
+    candidates, skipped = plan_candidates(config, artifact_dir, "cpu", choice.precision, batch_size)
+    lines = [f"  {name}: precision {choice.precision} ({choice.reason})"]
+    lines.append("    tries " + ", then ".join(candidate.name for candidate in candidates))
+    lines += [f"    not tried: {reason}" for reason in skipped]
+    package = artifact_dir / compiled_file_name("cpu", choice.precision)
+    if package.exists():
+        from torch._inductor.codecache import get_device_information
+
+        built_on = torch._C._aoti.AOTIModelPackageLoader.load_metadata_from_package(str(package), "model")
+        mismatch = package_mismatch(built_on, get_device_information("cpu"))
+        lines.append(
+            f"    {package.name}: {mismatch or 'compiled for this CPU ISA ' + built_on.get('AOTI_CPU_ISA', '?')}"
+        )
+    return lines
+
+
+def report() -> list[str]:
+    flags = cpu_flags()
+    lines = [f"CPU: {cpu_model_name()} (torch kernels: {torch.backends.cpu.get_cpu_capability()})"]
+    lines += flag_lines(flags)
+    lines.append(compiler_line())
+    lines.append("GPU:")
+    lines += cuda_lines()
+    lines.append("Models (a CPU worker with config.properties' batchSize):")
+    settings = model_settings(read_properties(DEFAULT_PROPERTIES))
+    for name, spec in load_manifest().models.items():
+        lines += model_lines(
+            name, spec.kind, spec.artifact_dir, int(settings.get(name, {}).get("batchSize", 1))
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__).parse_args(argv)
+    print("\n".join(report()))
+    return 0
