@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -143,7 +144,11 @@ def package(
             "--export-path", str(manifest.model_store),
             "--force",
         ]  # fmt: skip
-        result = subprocess.run(command, capture_output=True, text=True)
+        # torch-model-archiver stages the archive in $TMPDIR/<model name>: a private TMPDIR
+        # keeps two builds of the same model (another checkout, a test) from sharing it.
+        result = subprocess.run(
+            command, capture_output=True, text=True, env={**os.environ, "TMPDIR": workdir}
+        )
     if result.returncode != 0:
         raise PackageError(f"torch-model-archiver failed for {spec.name}:\n{result.stderr}{result.stdout}")
     artifacts.write_json(stamp_path, {"stamp": stamp, "settings": settings})
