@@ -71,14 +71,13 @@ def binary_data_size(tensor: Mapping[str, Any], error: Error) -> int | None:
     return size
 
 
-def take_tensor(data: bytes, offset: int, size: int, name: str, error: Error) -> bytes:
-    """The ``size`` bytes of tensor ``name`` at ``offset`` of the bytes after the header."""
-    if offset + size > len(data):
+def take_tensor(data: bytes, size: int, name: str, error: Error) -> bytes:
+    """The first ``size`` bytes after the header: tensor ``name``'s."""
+    if size > len(data):
         raise error(
-            f"input {name!r} has binary_data_size {size} but only {len(data) - offset} bytes "
-            "follow the JSON header"
+            f"input {name!r} has binary_data_size {size} but only {len(data)} bytes follow the JSON header"
         )
-    return data[offset : offset + size]
+    return data[:size]
 
 
 def bytes_elements(raw: bytes, expected: int, name: str, error: Error) -> list[bytes]:

@@ -189,7 +189,7 @@ def _kserve_v2(document: dict[str, Any], schema: InputSchema, tensors: bytes = b
     if size is not None:
         if "data" in tensor:
             raise schema.error(f'input {name!r} has both "data" and binary_data_size: send one')
-        raw = take_tensor(tensors, 0, size, name, schema.error)
+        raw = take_tensor(tensors, size, name, schema.error)
         if len(tensors) > size:
             raise schema.error(f"{len(tensors) - size} bytes follow the last input's binary_data_size")
         data: list[Any] = list(bytes_elements(raw, math.prod(shape), name, schema.error))
