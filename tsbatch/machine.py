@@ -16,7 +16,13 @@ from pathlib import Path
 import torch
 
 from batchkit.config import ImageModelConfig, ModelConfig, TextModelConfig, from_mapping
-from batchkit.loader import compiled_file_name, package_mismatch, plan_candidates
+from batchkit.loader import (
+    compiled_file_name,
+    device_signature,
+    missing_cpu_flags,
+    package_mismatch,
+    plan_candidates,
+)
 from batchkit.precision import choose_precision, cpu_flags, cpu_model_name, cuda_problem
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import load_manifest
@@ -82,12 +88,13 @@ def model_lines(name: str, kind: str, artifact_dir: Path, batch_size: int) -> li
     lines += [f"    not tried: {reason}" for reason in skipped]
     package = artifact_dir / compiled_file_name("cpu", choice.precision)
     if package.exists():
-        from torch._inductor.codecache import get_device_information
-
         built_on = torch._C._aoti.AOTIModelPackageLoader.load_metadata_from_package(str(package), "model")
-        mismatch = package_mismatch(built_on, get_device_information("cpu"))
+        missing = missing_cpu_flags(config)
+        problem = package_mismatch(built_on, device_signature(torch.device("cpu")))
+        if missing:
+            problem = f"needs {', '.join(missing)}, which this CPU lacks"
         lines.append(
-            f"    {package.name}: {mismatch or 'compiled for this CPU ISA ' + built_on.get('AOTI_CPU_ISA', '?')}"
+            f"    {package.name}: {problem or 'runs on this CPU (built for ' + built_on.get('AOTI_CPU_ISA', '?') + ')'}"
         )
     return lines
 

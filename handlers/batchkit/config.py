@@ -40,6 +40,9 @@ class ModelConfig:
     # as the build timed them (keyed like "cpu-fp32").
     check_outputs: dict[str, list[list[float]]] = field(default_factory=dict)
     auto_runtime: dict[str, str] = field(default_factory=dict)
+    # The build CPU's features that compiled code may use: a CPU package runs only where
+    # all of them are present (an AMX package dies of SIGILL on an AVX2-only CPU).
+    compiled_cpu_flags: tuple[str, ...] = ()
 
 
 ConfigT = TypeVar("ConfigT", bound=ModelConfig)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import os
+import platform
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +25,7 @@ from typing import Any
 import torch
 
 from batchkit.config import ModelConfig
-from batchkit.precision import DTYPES, PrecisionChoice
+from batchkit.precision import DTYPES, PrecisionChoice, cpu_flags
 from batchkit.runtime import load_torchscript
 from batchkit.tolerance import probabilities_disagree, tolerance
 
@@ -119,15 +121,29 @@ class PackageMismatchError(RuntimeError):
 
 
 # What a package records of the machine it was compiled on, which this one must match.
-MATCHED_DEVICE_KEYS = ("AOTI_PLATFORM", "AOTI_MACHINE", "AOTI_CPU_ISA", "AOTI_COMPUTE_CAPABILITY")
+MATCHED_DEVICE_KEYS = ("AOTI_PLATFORM", "AOTI_MACHINE", "AOTI_COMPUTE_CAPABILITY")
+
+
+def device_signature(device: torch.device) -> dict[str, str]:
+    """This machine as a package's metadata describes its build machine (no compiler
+    needed: Inductor's own ISA probe compiles test programs)."""
+    capability = ""
+    if device.type == "cuda":
+        major, minor = torch.cuda.get_device_capability(device)
+        capability = str(major * 10 + minor)
+    return {
+        "AOTI_PLATFORM": sys.platform,
+        "AOTI_MACHINE": platform.machine(),
+        "AOTI_COMPUTE_CAPABILITY": capability,
+    }
 
 
 def package_mismatch(built_on: dict[str, str], here: dict[str, str]) -> str | None:
     """Why a package compiled on ``built_on`` must not run ``here`` (None: it may).
 
-    Code compiled for AVX-512 or AMX dies with an illegal instruction on an AVX2-only CPU
-    (PyTorch itself only warns), so a worker checks before it runs the package."""
-    differ = [key for key in MATCHED_DEVICE_KEYS if key in built_on and built_on[key] != here.get(key)]
+    PyTorch only warns on a mismatch; the code then crashes the worker or fails on the
+    first call, so a worker checks before it runs the package."""
+    differ = [key for key in MATCHED_DEVICE_KEYS if built_on.get(key) and built_on[key] != here.get(key)]
     if not differ:
         return None
     shown = "; ".join(
@@ -136,15 +152,19 @@ def package_mismatch(built_on: dict[str, str], here: dict[str, str]) -> str | No
     return f"compiled for other hardware ({shown})"
 
 
+def missing_cpu_flags(config: ModelConfig, flags: set[str] | None = None) -> list[str]:
+    """The build CPU's compiled-code features this CPU lacks (empty: its packages may run)."""
+    flags = cpu_flags() if flags is None else flags
+    return [flag for flag in config.compiled_cpu_flags if flag not in flags]
+
+
 def load_compiled(path: Path, device: torch.device, precision: str) -> ServedModel:
     """Load an AOTInductor package (raises when it cannot load here or was built for
     other hardware)."""
     persistent_inductor_cache()
     started = time.perf_counter()
-    from torch._inductor.codecache import get_device_information
-
     built_on = torch._C._aoti.AOTIModelPackageLoader.load_metadata_from_package(str(path), "model")
-    problem = package_mismatch(built_on, get_device_information(device.type))
+    problem = package_mismatch(built_on, device_signature(device))
     if problem is not None:
         raise PackageMismatchError(problem)
     device_index = device.index if device.type == "cuda" and device.index is not None else -1
@@ -153,11 +173,11 @@ def load_compiled(path: Path, device: torch.device, precision: str) -> ServedMod
 
 
 def compiled_skip_reason(
-    config: ModelConfig, model_dir: Path, device_type: str, precision: str, max_batch_size: int
+    config: ModelConfig, model_dir: Path, target: str, max_batch_size: int, missing_flags: Sequence[str]
 ) -> str | None:
-    """Why this worker does not try the package for its device and precision, or None."""
-    name = compiled_file_name(device_type, precision)
-    target = f"{device_type}-{precision}"
+    """Why this worker does not try the package for ``target`` ("cpu-bf16"), or None;
+    ``missing_flags`` are the build CPU's features this CPU lacks."""
+    name = compiled_file_name(*target.split("-"))
     if config.runtime == "torchscript":
         return "runtime set to torchscript"
     if name not in config.compiled_models:
@@ -166,18 +186,26 @@ def compiled_skip_reason(
         return f"{name} is listed but missing from the archive"
     if max_batch_size > config.compiled_max_batch_size:
         return f"batch size {max_batch_size} exceeds the {config.compiled_max_batch_size} {name} was exported for"
+    if missing_flags:
+        return f"{name} was compiled on a CPU with {', '.join(missing_flags)}, which this CPU lacks"
     if config.runtime == "auto" and config.auto_runtime.get(target, "aoti") != "aoti":
         return f"runtime auto: the build timed TorchScript faster than {name} (build_info.json)"
     return None
 
 
 def plan_candidates(
-    config: ModelConfig, model_dir: Path, device_type: str, precision: str, max_batch_size: int
+    config: ModelConfig,
+    model_dir: Path,
+    device_type: str,
+    precision: str,
+    max_batch_size: int,
+    flags: set[str] | None = None,
 ) -> tuple[list[Candidate], list[str]]:
     """The candidates to try, best first (fp32 TorchScript always last), and why the others
-    are not tried. Pure: the same archive, machine and batch size give the same plan."""
+    are not tried. Pure: the same archive, CPU flags and batch size give the same plan."""
     candidates, skipped = [], []
-    problem = compiled_skip_reason(config, model_dir, device_type, precision, max_batch_size)
+    missing = missing_cpu_flags(config, flags) if device_type == "cpu" else []
+    problem = compiled_skip_reason(config, model_dir, f"{device_type}-{precision}", max_batch_size, missing)
     if problem is None:
         name = candidate_name("aoti", device_type, precision)
         candidates.append(Candidate(name, "aoti", precision, compiled_file_name(device_type, precision)))

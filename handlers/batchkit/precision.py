@@ -23,6 +23,12 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 PRECISION_ENV = "TSBATCH_PRECISION"
 REQUIRE_CUDA_ENV = "TSBATCH_REQUIRE_CUDA"
 NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+# The CPU features compiled code may use (Inductor picks its -m flags from them): a package
+# built where they are present must only run where they are all present too.
+COMPILED_CODE_FLAGS = (
+    "avx2", "fma", "avx512f", "avx512dq", "avx512vl", "avx512bw", "avx512_bf16", "avx512_fp16",
+    "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8",
+)  # fmt: skip
 
 
 class CudaRequiredError(RuntimeError):
@@ -49,6 +55,12 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
         if line.startswith(("flags", "Features")):
             return set(line.split(":", 1)[1].split())
     return set()
+
+
+def compiled_code_flags(flags: set[str] | None = None) -> list[str]:
+    """The features of this CPU that compiled code may use, recorded with each package."""
+    flags = cpu_flags() if flags is None else flags
+    return [flag for flag in COMPILED_CODE_FLAGS if flag in flags]
 
 
 def cpu_model_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:

@@ -63,3 +63,15 @@ def served_tolerance(server: Any, model: str) -> float:
     """How far two answers of ``model``'s worker may differ: the tolerance of the precision
     it serves (``batchkit.tolerance``, the table the handler's build and load check use)."""
     return tolerance(served_decision(server, model)["precision"])
+
+
+def json_documents(text: str) -> list[Any]:
+    """The JSON documents printed one after another (curl's answers, unseparated)."""
+    documents, decoder, position = [], json.JSONDecoder(), 0
+    while position < len(text):
+        if text[position].isspace():
+            position += 1
+            continue
+        document, position = decoder.raw_decode(text, position)
+        documents.append(document)
+    return documents

@@ -10,7 +10,6 @@ servers, and the curl lines get those ports and this server's key file. Everythi
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -21,7 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.integration.support import private_port_entries
+from tests.integration.support import json_documents, private_port_entries
 from tsbatch.client.process import TorchServe
 from tsbatch.config.properties import replace_entry
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
@@ -111,13 +110,7 @@ def test_readme_curl_examples_answer(plain_torchserve: TorchServe) -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    answers, decoder, position = [], json.JSONDecoder(), 0
-    while position < len(result.stdout):
-        if result.stdout[position].isspace():
-            position += 1
-            continue
-        answer, position = decoder.raw_decode(result.stdout, position)
-        answers.append(answer)
+    answers = json_documents(result.stdout)
     assert len(answers) == script.count("curl "), result.stdout
     for answer in answers:
         assert "error" not in answer, answer

@@ -8,14 +8,13 @@ in a folder that has the repository's ``.venv``.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.integration.support import private_port_entries
+from tests.integration.support import json_documents, private_port_entries
 from tsbatch.build.manifest import Manifest, load_manifest
 from tsbatch.build.package import private_store
 from tsbatch.client.daemon import start as serve_start
@@ -65,13 +64,7 @@ def test_make_serve_says_what_it_serves_and_its_calls_work(tmp_path: Path, model
             timeout=120,
         )
         assert result.returncode == 0, result.stderr
-        answers, decoder, position = [], json.JSONDecoder(), 0
-        while position < len(result.stdout):
-            if result.stdout[position].isspace():
-                position += 1
-                continue
-            answer, position = decoder.raw_decode(result.stdout, position)
-            answers.append(answer)
+        answers = json_documents(result.stdout)
         assert [answer.get("model") for answer in answers] == MODELS, result.stdout
         assert answers[0]["predictions"][0]["label"] and answers[1]["intent"]
     finally:

@@ -25,7 +25,7 @@ def test_a_model_line_names_the_plan_a_worker_here_follows(
     lines = model_lines("tiny", "image", tmp_path, batch_size=4)
     assert lines[0].startswith("  tiny: precision fp16 (set explicitly")
     assert lines[1] == "    tries aoti-cpu-fp16, then torchscript-fp16, then torchscript-fp32"
-    assert "model.cpu-fp16.pt2: compiled for this CPU ISA" in lines[-1]
+    assert "model.cpu-fp16.pt2: runs on this CPU (built for " in lines[-1]
     assert model_lines("tiny", "image", tmp_path / "missing", 4) == ["  tiny: not built (make archive)"]
 
 

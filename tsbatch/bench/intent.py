@@ -41,6 +41,7 @@ from tsbatch.build.package import archive_settings, private_store
 from tsbatch.build.variants import BASELINE, default_variant, variant_spec
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.process import start_instance
+from tsbatch.client.served import worker_rss_mb
 from tsbatch.paths import DEFAULT_MANIFEST, DEFAULT_PROPERTIES, REPO_ROOT, REPORTS_DIR
 
 MODEL = "bert_intent"
@@ -63,6 +64,7 @@ class RunResult:
     p90_ms: float
     p99_ms: float
     max_ms: float
+    worker_rss_mb: float = float("nan")  # the largest worker's, after the load
 
 
 # ---- archives ------------------------------------------------------------------------
@@ -107,6 +109,7 @@ def run_one(
             headers=server.headers("inference"),
         )
         result = driver.run(LoadSpec(concurrency=clients, warmup_s=warmup, measure_s=duration))
+        rss_mb = worker_rss_mb(server, MODEL)  # after the load: what pods and nodes must hold
     finally:
         server.stop()
     figures = result.figures()
@@ -128,6 +131,7 @@ def run_one(
         p90_ms=latency(90),
         p99_ms=latency(99),
         max_ms=latency(100),
+        worker_rss_mb=max(rss_mb, default=float("nan")),
     )
 
 
@@ -139,11 +143,12 @@ def parse_setting(text: str) -> tuple[int, int]:
 def print_table(results: list[RunResult]) -> None:
     print(
         f"\n{'handler':<8} {'workers':>7} {'threads':>7} {'req/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'errors':>7}"
+        f" {'worker RSS MiB':>14}"
     )
     for r in results:
         print(
             f"{r.handler:<8} {r.workers:>7} {r.threads:>7} {r.throughput_rps:>8.1f} {r.p50_ms:>8.1f} "
-            f"{r.p90_ms:>8.1f} {r.p99_ms:>8.1f} {r.errors:>7}"
+            f"{r.p90_ms:>8.1f} {r.p99_ms:>8.1f} {r.errors:>7} {r.worker_rss_mb:>14.0f}"
         )
 
 

@@ -39,6 +39,7 @@ from tsbatch.build.package import private_store
 from tsbatch.build.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.process import start_instance
+from tsbatch.client.served import worker_rss_mb
 from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.workloads.images import encoded_pictures
@@ -138,6 +139,7 @@ def bench(
         )
         load = LoadSpec(concurrency=args.clients, warmup_s=args.warmup, measure_s=args.duration)
         served = driver.run(load).figures()
+        rss_mb = max(worker_rss_mb(server, MODEL), default=float("nan"))  # after the load: what pods need
     finally:
         server.stop()
     threads = settings["maxWorkers"] * settings["torchThreads"]
@@ -151,6 +153,7 @@ def bench(
         "p99_ms": served.p99_ms if served.p99_ms is not None else float("nan"),
         "errors": served.failures,
         "completed": served.requests,
+        "rss_mb": rss_mb,
         **local,
         "ratio": served_rps / local["in_process_ips"] if local["in_process_ips"] else float("nan"),
     }
@@ -159,13 +162,13 @@ def bench(
 def print_rows(rows: list[dict]) -> None:
     print(
         f"{'shape':<10}{'runtime precision':<19}{'served req/s':>13}{'p50 ms':>8}{'p99 ms':>8}{'errors':>7}"
-        f"{'in-process img/s':>17}{'ratio':>7}{'model img/s':>12}{'preproc':>8}{'load s':>7}"
+        f"{'in-process img/s':>17}{'ratio':>7}{'model img/s':>12}{'preproc':>8}{'load s':>7}{'RSS MiB':>8}"
     )
     for row in rows:
         print(
             f"{row['shape']:<10}{row['variant'].label:<19}{row['served_rps']:>13.1f}{row['p50_ms']:>8.1f}"
             f"{row['p99_ms']:>8.1f}{row['errors']:>7d}{row['in_process_ips']:>17.1f}{row['ratio']:>7.2f}"
-            f"{row['model_ips']:>12.1f}{row['preprocess_share']:>8.0%}{row['load_s']:>7.2f}"
+            f"{row['model_ips']:>12.1f}{row['preprocess_share']:>8.0%}{row['load_s']:>7.2f}{row['rss_mb']:>8.0f}"
         )
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from batchkit.loader import ServedModel, candidate_name, compiled_file_name, load_compiled
-from batchkit.precision import DTYPES, choose_precision, cpu_model_name, cuda_problem
+from batchkit.precision import DTYPES, choose_precision, compiled_code_flags, cpu_model_name, cuda_problem
 from batchkit.runtime import optimize_for_serving
 from tsbatch.build.gates import Batch, GateResult, Scorer, batch_independence, judge, probabilities
 
@@ -85,6 +85,7 @@ class GateOutcome:
             "failed_gates": self.failed,
             "check_outputs": self.servable_check_outputs(),
             "auto_runtime": self.auto_runtime,
+            "compiled_cpu_flags": compiled_code_flags() if self.compiled_models else [],
         }
 
     def build_info(self) -> dict[str, Any]:

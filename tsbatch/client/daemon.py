@@ -139,11 +139,17 @@ def status(run_dir: Path) -> int:
         print("[serve] not running")
         return 1
     server = TorchServe(run_dir=run_dir, properties_path=run_dir / "config.properties", model_store=Path())
-    for model in model_settings(server.properties):
+    models = list(model_settings(server.properties))
+    for model in models:
         try:
             print(json.dumps(server.describe(model)[0], indent=2))
         except Exception as exc:
             print(f"{model}: {exc}")
+    print("What the workers serve (their own decision):")
+    try:
+        print("\n".join(serving_summary(server, models)))
+    except Exception as exc:  # a model still loading answers the describe call later
+        print(f"  not available yet: {exc}")
     return 0
 
 

@@ -180,29 +180,54 @@ def test_packages_load_with_an_inductor_cache_that_outlives_tmpdir(tmp_path: Pat
     assert persistent_inductor_cache() == "/srv/inductor"
 
 
-AMX_HOST = {"AOTI_PLATFORM": "linux", "AOTI_MACHINE": "x86_64", "AOTI_CPU_ISA": "AVX512 AVX512_VNNI AMX_TILE"}
+HOST = {"AOTI_PLATFORM": "linux", "AOTI_MACHINE": "x86_64", "AOTI_COMPUTE_CAPABILITY": ""}
 
 
 @pytest.mark.parametrize(
     ("here", "problem"),
     [
-        (AMX_HOST, None),
-        ({**AMX_HOST, "AOTI_CPU_ISA": "AVX2"}, "CPU_ISA 'AVX512 AVX512_VNNI AMX_TILE' here 'AVX2'"),
-        ({**AMX_HOST, "AOTI_CPU_ISA": "AVX512"}, "CPU_ISA"),
+        (HOST, None),
+        ({**HOST, "AOTI_MACHINE": "aarch64"}, "MACHINE 'x86_64' here 'aarch64'"),
+        ({**HOST, "AOTI_COMPUTE_CAPABILITY": "80"}, None),  # a CPU package records no capability
     ],
 )
-def test_a_package_compiled_for_another_isa_is_refused_before_it_runs(
+def test_a_package_built_for_another_machine_is_refused_before_it_runs(
     here: dict, problem: str | None
 ) -> None:
-    """Forced: an AMX-built package on an AVX2 or plain AVX-512 CPU would die of SIGILL."""
-    found = package_mismatch(AMX_HOST, here)
+    found = package_mismatch(HOST, here)
     assert (found is None) if problem is None else (problem in (found or ""))
+    gpu_package = {**HOST, "AOTI_COMPUTE_CAPABILITY": "90"}
+    assert "COMPUTE_CAPABILITY '90' here '80'" in (
+        package_mismatch(gpu_package, {**HOST, "AOTI_COMPUTE_CAPABILITY": "80"}) or ""
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "served"),
+    [
+        (None, "aoti"),  # this CPU: the build host
+        ({"avx2", "fma"}, "torchscript"),  # an AVX2-only CPU: an AVX-512/AMX package would die of SIGILL
+    ],
+)
+def test_a_package_runs_only_on_a_cpu_with_the_build_cpus_features(
+    tiny_compiled_model_dir, flags: set[str] | None, served: str
+) -> None:
+    model_dir, config = tiny_compiled_model_dir
+    handler = from_mapping(
+        ImageModelConfig, {**config["handler"], "compiled_cpu_flags": ["avx2", "fma", "amx_tile"]}
+    )
+    here = flags if flags is not None else set(handler.compiled_cpu_flags)
+    (first, *_), skipped = plan_candidates(handler, model_dir, "cpu", "fp32", 4, here)
+    assert first.runtime == served
+    if served == "torchscript":
+        assert "model.cpu-fp32.pt2 was compiled on a CPU with amx_tile, which this CPU lacks" in skipped
 
 
 def test_the_build_hosts_own_package_matches_this_machine(tiny_gated_build) -> None:
-    build, _ = tiny_gated_build
+    build, fields = tiny_gated_build
     served = load_compiled(build / "model.cpu-fp32.pt2", CPU, "fp32")
     assert served.runtime == "aoti"
+    assert "avx2" in fields["compiled_cpu_flags"]  # every x86 CPU this suite runs on has it
 
 
 def test_torchscript_recorded_on_the_cpu_is_not_checked_on_a_gpu(tiny_image_model_dir) -> None:
