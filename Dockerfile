@@ -55,6 +55,16 @@ COPY data/ data/
 ARG TSBATCH_ALLOW_DIGITS=0
 RUN /opt/venv/bin/python -m pip install --no-cache-dir --no-deps --editable . \
     && /opt/venv/bin/python -m scripts.build
+# `make plugins`: the frontend plugin serving the Open Inference Protocol's health,
+# readiness and metadata routes (plugins/oip), compiled against the torchserve wheel's
+# frontend jar into build/plugins/ (plugins_path in the container configs). javac comes
+# with the JDK, needed in this stage only; the serving image keeps the JRE.
+COPY plugins/ plugins/
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jdk-headless \
+    && rm -rf /var/lib/apt/lists/* \
+    && /opt/venv/bin/python -m scripts.build_plugins
 
 # ---------------------------------------------------------------- serving image
 FROM runtime-base

@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed
 SERVE_DIR := .serve
 PYTEST_ARGS ?=
 
-.PHONY: help install java archive serve stop status doctor check-config test test-tools test-unit \
+.PHONY: help install java archive plugins serve stop status doctor check-config test test-tools test-unit \
         test-integration bench bench-intent bench-client lint loadtest loadtest-ui sweep tune gpu-check image clean
 
 help: ## List the commands
@@ -32,9 +32,12 @@ java: ## Check Java 17 (installs it with apt-get when root)
 # `make archive ALLOW_DIGITS=0` builds as the image does.
 ALLOW_DIGITS ?= 1
 
-archive: $(INSTALLED) ## Export, verify and package every model into model-store/ (prints training reports)
+archive: $(INSTALLED) plugins ## Export, verify and package every model into model-store/ (prints training reports)
 	TSBATCH_ALLOW_DIGITS=$(ALLOW_DIGITS) $(PY) -m scripts.build
 	@for report in build/*/report.md; do if [ -f "$$report" ]; then echo; cat "$$report"; fi; done
+
+plugins: $(INSTALLED) ## Compile the frontend plugins (Open Inference Protocol health/metadata) into build/plugins/
+	$(PY) -m scripts.build_plugins
 
 serve: install archive ## Build what is missing, start TorchServe in the background, wait for READY
 	$(PY) -m scripts.serve start --run-dir $(SERVE_DIR)

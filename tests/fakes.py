@@ -46,12 +46,20 @@ class FakeContext:
         self.metrics = metrics
         self.statuses: dict[int, tuple[int, str]] = {}
         self.content_types: dict[int, str] = {}
+        self.request_headers: dict[int, dict[str, str]] = {}
+        self.response_headers: dict[int, dict[str, str]] = {}
 
     def set_response_status(self, code: int = 200, phrase: str = "", idx: int = 0) -> None:
         self.statuses[idx] = (code, phrase)
 
     def set_response_content_type(self, idx: int, value: str) -> None:
         self.content_types[idx] = value
+
+    def get_all_request_header(self, idx: int) -> dict[str, str]:
+        return self.request_headers.get(idx, {})
+
+    def set_response_header(self, idx: int, key: str, value: str) -> None:
+        self.response_headers.setdefault(idx, {})[key] = value
 
     def status(self, idx: int) -> int:
         return self.statuses.get(idx, (200, ""))[0]

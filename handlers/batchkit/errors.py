@@ -15,12 +15,17 @@ class RequestError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+        # The request spoke the Open Inference Protocol, whose clients read "error" as
+        # the message string (tritonclient fails on anything else).
+        self.oip = False
 
     @property
     def phrase(self) -> str:
         return HTTPStatus(self.status).phrase
 
     def to_body(self) -> dict[str, Any]:
+        if self.oip:
+            return {"error": self.message, "type": self.error_type}
         return {"error": {"type": self.error_type, "message": self.message}}
 
 
@@ -73,7 +78,7 @@ class InputsRejected(RequestError):
         self.body = body
 
     def to_body(self) -> dict[str, Any]:
-        return {"error": {"type": self.error_type, "message": self.message}, **self.body}
+        return {**super().to_body(), **self.body}
 
 
 def error_for_exception(exc: BaseException) -> RequestError:

@@ -20,6 +20,7 @@ from typing import Any, Generic
 import torch
 
 from batchkit.batching import run_batch
+from batchkit.binary_tensors import BINARY_CONTENT_TYPE, HEADER_LENGTH, BinaryBody, header_length_of
 from batchkit.config import ConfigT, from_mapping
 from batchkit.errors import RequestError, error_for_exception
 from batchkit.flatten import flatten, regroup
@@ -87,7 +88,9 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         if is_describe_call(context):
             return [json.dumps(self.describe())]
         try:
-            responses, report = self.process(data)
+            responses, report = self.process(
+                data, [request_header_length(context, i) for i in range(len(data))]
+            )
         except Exception as exc:
             logger.exception("batch failed outside the per-request pipeline")
             error = error_for_exception(exc)
@@ -99,13 +102,17 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         return bodies
 
     # ---- pipeline ---------------------------------------------------------------
-    def process(self, data: list[Any]) -> tuple[list[Any], BatchReport]:
+    def process(
+        self, data: list[Any], header_lengths: list[str | None] | None = None
+    ) -> tuple[list[Any], BatchReport]:
         """The batch core on this handler's stages, and the report of what it did.
 
         Every input of every request is flattened into one model batch, run once, and
         regrouped into each request's response, in the request's own protocol.
+        ``header_lengths`` holds each request's Inference-Header-Content-Length header.
         """
-        parsed = [self.parse(request) for request in data]
+        lengths = header_lengths or [None] * len(data)
+        parsed = [self.parse(request, length) for request, length in zip(data, lengths, strict=True)]
         flat = flatten([p if isinstance(p, RequestError) else p.inputs for p in parsed])
         run = run_batch(flat.inputs, self.decode_input, self.infer_guarded, self.encode)
         responses = [
@@ -127,9 +134,11 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         self.annotate(report, run.outputs)
         return responses, report
 
-    def parse(self, request: Any) -> ParsedRequest | RequestError:
+    def parse(self, request: Any, header_length: str | None = None) -> ParsedRequest | RequestError:
         try:
-            return parse_request(request, self.input_schema, self.config.max_inputs_per_request)
+            return parse_request(
+                request, self.input_schema, self.config.max_inputs_per_request, header_length
+            )
         except Exception as exc:
             return error_for_exception(exc)
 
@@ -149,12 +158,18 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
             raise
 
     def respond(self, context: Any, index: int, value: Any) -> Any:
-        """Map one result to its HTTP status and JSON body (errors mapped here only)."""
+        """Map one result to its HTTP status and body (errors mapped here only): JSON, or
+        bytes with their header length when a v2 request asked for binary output."""
         if isinstance(value, RequestError):
             if context is not None:
                 context.set_response_status(int(value.status), value.phrase, index)
                 context.set_response_content_type(index, JSON_CONTENT_TYPE)
             return value.to_body()
+        if isinstance(value, BinaryBody):
+            if context is not None:
+                context.set_response_header(index, HEADER_LENGTH, str(value.header_length))
+                context.set_response_content_type(index, BINARY_CONTENT_TYPE)
+            return value.data
         if context is not None:
             context.set_response_content_type(index, JSON_CONTENT_TYPE)
         return value
@@ -218,3 +233,10 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
     @abc.abstractmethod
     def warmup_items(self, count: int) -> list[Any]:
         """Synthetic decoded items for warm-up."""
+
+
+def request_header_length(context: Any, index: int) -> str | None:
+    """Request ``index``'s Inference-Header-Content-Length header, when TorchServe gave one."""
+    if context is None:
+        return None
+    return header_length_of(context.get_all_request_header(index) or {})

@@ -4,20 +4,31 @@ Clients pack inputs four ways: one input per request (raw bytes or text, ``{"ima
 ``{"text": ...}``: answered exactly as before), several in our schema (``{"images": [...]}``,
 ``{"texts": [...]}``, a JSON list, or several multipart fields), KServe v1
 (``{"instances": [...]}``) and KServe v2 / Open Inference Protocol (``{"inputs": [{"name",
-"datatype": "BYTES", "shape", "data": [...]}]}``). Parsing turns each into a list of
-single-input bodies the model's ``decode`` already reads; an input that cannot be one
-becomes its own error and leaves its request-mates alone.
+"datatype": "BYTES", "shape", "data": [...]}]}``, or the same with its tensors in binary
+after the JSON: ``binary_tensors``). Parsing turns each into a list of single-input bodies
+the model's ``decode`` already reads; an input that cannot be one becomes its own error
+and leaves its request-mates alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from batchkit.binary_tensors import (
+    BinaryBody,
+    binary_body,
+    binary_data_size,
+    bytes_elements,
+    encode_elements,
+    split_body,
+    take_tensor,
+)
 from batchkit.errors import InputsRejected, InvalidInput, PayloadTooLarge, RequestError
 from batchkit.payloads import parse_json_object
 
@@ -55,13 +66,29 @@ class ParsedRequest:
     inputs: list[Any]
     tensor_name: str = ""  # KServe v2: the input tensor's name
     request_id: str | None = None  # KServe v2: echoed in the response
+    binary_output: bool = False  # KServe v2: the output goes back in the binary extension
 
 
-def parse_request(request: Any, schema: InputSchema, max_inputs: int) -> ParsedRequest:
+def v2_metadata(schema: InputSchema) -> dict[str, Any]:
+    """The model's inputs and outputs as GET /v2/models/<m> reports them: one BYTES input
+    named after the model's single-input key, and the BYTES output of JSON answers. The
+    build writes it into the archive (``oip_metadata.json``) for the frontend plugin."""
+    return {
+        "platform": "pytorch",
+        "inputs": [{"name": schema.single_key, "datatype": "BYTES", "shape": [-1]}],
+        "outputs": [{"name": V2_OUTPUT_NAME, "datatype": "BYTES", "shape": [-1]}],
+    }
+
+
+def parse_request(
+    request: Any, schema: InputSchema, max_inputs: int, header_length: str | None = None
+) -> ParsedRequest:
     """TorchServe's parameters of one request to its protocol and inputs.
 
-    Raises a RequestError for the whole request when its envelope is wrong (no body, a
-    malformed KServe document, more than ``max_inputs`` inputs: 413).
+    ``header_length`` is the request's Inference-Header-Content-Length header: the body
+    is then a binary KServe v2 body. Raises a RequestError for the whole request when its
+    envelope is wrong (no body, a malformed KServe document or binary body, more than
+    ``max_inputs`` inputs: 413).
     """
     if isinstance(request, dict):
         if not request:
@@ -71,6 +98,13 @@ def parse_request(request: Any, schema: InputSchema, max_inputs: int) -> ParsedR
         body = next(iter(request.values()))
     else:
         body = request
+    if header_length is not None and not isinstance(body, dict):
+        with _open_inference():
+            raw = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+            document, tensors = split_body(raw, header_length, schema.error)
+            if "inputs" not in document:
+                raise schema.error('the JSON header of a binary body must be a KServe v2 {"inputs": [...]}')
+            return _counted(_kserve_v2(document, schema, tensors), max_inputs, schema)
     if isinstance(body, list):  # a JSON list (sent as application/json)
         return _counted(ParsedRequest(Protocol.LIST, _elements(body, schema)), max_inputs, schema)
     document = parse_json_object(body, schema.error)
@@ -80,11 +114,22 @@ def parse_request(request: Any, schema: InputSchema, max_inputs: int) -> ParsedR
         instances = _only_key(document, "instances", schema)
         return _counted(ParsedRequest(Protocol.KSERVE_V1, _elements(instances, schema)), max_inputs, schema)
     if "inputs" in document:
-        return _counted(_kserve_v2(document, schema), max_inputs, schema)
+        with _open_inference():
+            return _counted(_kserve_v2(document, schema), max_inputs, schema)
     if schema.list_key in document:
         items = _only_key(document, schema.list_key, schema)
         return _counted(ParsedRequest(Protocol.LIST, _elements(items, schema)), max_inputs, schema)
     return ParsedRequest(Protocol.SINGLE, [document])
+
+
+@contextlib.contextmanager
+def _open_inference() -> Iterator[None]:
+    """Errors raised inside answer in the Open Inference Protocol's error shape."""
+    try:
+        yield
+    except RequestError as exc:
+        exc.oip = True
+        raise
 
 
 def _only_key(document: dict[str, Any], key: str, schema: InputSchema) -> list[Any]:
@@ -125,39 +170,75 @@ def _element_body(value: Any, index: int, schema: InputSchema) -> Any:
     return schema.error(f'input {index} must be a string or {{"{key}": "..."}}, got {json.dumps(value)[:80]}')
 
 
-def _kserve_v2(document: dict[str, Any], schema: InputSchema) -> ParsedRequest:
+def _kserve_v2(document: dict[str, Any], schema: InputSchema, tensors: bytes = b"") -> ParsedRequest:
+    """A v2 document (with ``tensors``, the bytes after a binary body's JSON header)."""
     extra = sorted(set(document) - {"inputs", "id", "parameters", "outputs"})
-    tensors = document["inputs"]
-    if extra or not isinstance(tensors, list) or len(tensors) != 1 or not isinstance(tensors[0], dict):
+    inputs = document["inputs"]
+    if extra or not isinstance(inputs, list) or len(inputs) != 1 or not isinstance(inputs[0], dict):
         raise schema.error(
-            'a KServe v2 body must be {"inputs": [one tensor]} (with optional "id", "parameters")'
+            'a KServe v2 body must be {"inputs": [one tensor]} (with optional "id", "parameters", "outputs")'
         )
-    tensor = tensors[0]
+    tensor = inputs[0]
+    name = str(tensor.get("name", ""))
     if tensor.get("datatype") != "BYTES":
         raise schema.error(f'the input tensor\'s datatype must be "BYTES", got {tensor.get("datatype")!r}')
-    data = tensor.get("data")
-    if not isinstance(data, list):
-        raise schema.error('the input tensor needs "data": a list of strings')
     shape = tensor.get("shape")
-    if (
-        not isinstance(shape, list)
-        or not all(isinstance(n, int) for n in shape)
-        or math.prod(shape) != len(data)
-    ):
-        raise schema.error(
-            f'the input tensor\'s "shape" must be a list of sizes whose product is {len(data)}'
-        )
+    if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise schema.error('the input tensor\'s "shape" must be a list of sizes')
+    size = binary_data_size(tensor, schema.error)
+    if size is not None:
+        if "data" in tensor:
+            raise schema.error(f'input {name!r} has both "data" and binary_data_size: send one')
+        raw = take_tensor(tensors, size, name, schema.error)
+        if len(tensors) > size:
+            raise schema.error(f"{len(tensors) - size} bytes follow the last input's binary_data_size")
+        data: list[Any] = list(bytes_elements(raw, math.prod(shape), name, schema.error))
+    else:
+        if tensors:
+            raise schema.error(
+                f"{len(tensors)} bytes follow the JSON header but no input has binary_data_size"
+            )
+        data = tensor.get("data")
+        if not isinstance(data, list):
+            raise schema.error('the input tensor needs "data": a list of strings')
+        if math.prod(shape) != len(data):
+            raise schema.error(
+                f'the input tensor\'s "shape" must be a list of sizes whose product is {len(data)}'
+            )
     request_id = document.get("id")
     return ParsedRequest(
         Protocol.KSERVE_V2,
-        _elements(data, schema),
-        tensor_name=str(tensor.get("name", "")),
+        [
+            value if isinstance(value, bytes) else _element_body(value, i, schema)
+            for i, value in enumerate(data)
+        ],
+        tensor_name=name,
         request_id=str(request_id) if request_id is not None else None,
+        binary_output=_binary_output(document, schema),
     )
 
 
+def _binary_output(document: dict[str, Any], schema: InputSchema) -> bool:
+    """Whether the output goes back binary; a requested output other than ours is a 400."""
+    parameters = document.get("parameters") or {}
+    binary = bool(parameters.get("binary_data_output", False)) if isinstance(parameters, dict) else False
+    requested = document.get("outputs") or []
+    if not isinstance(requested, list) or not all(isinstance(o, dict) for o in requested):
+        raise schema.error('"outputs" must be a list of {"name": ..., "parameters": {...}}')
+    for output in requested:
+        if output.get("name") != V2_OUTPUT_NAME:
+            raise schema.error(
+                f"unknown output {output.get('name')!r}: this model's outputs are [{V2_OUTPUT_NAME!r}]"
+            )
+        own = output.get("parameters") or {}
+        if isinstance(own, dict) and "binary_data" in own:
+            binary = bool(own["binary_data"])
+    return binary
+
+
 def compose_response(parsed: ParsedRequest, results: Sequence[Any], model_name: str) -> Any:
-    """The request's response in its own protocol; a RequestError when no input succeeded."""
+    """The request's response in its own protocol (a BinaryBody when a v2 request asked for
+    binary output); a RequestError, in JSON, when no input succeeded."""
     if parsed.protocol is Protocol.SINGLE:
         return results[0]
     items = [result.to_body() if isinstance(result, RequestError) else result for result in results]
@@ -173,5 +254,17 @@ def compose_response(parsed: ParsedRequest, results: Sequence[Any], model_name: 
         body = {"results": items}
     errors = [result for result in results if isinstance(result, RequestError)]
     if len(errors) == len(results):
-        return InputsRejected(int(errors[0].status), body, len(results))
+        rejected = InputsRejected(int(errors[0].status), body, len(results))
+        rejected.oip = parsed.protocol is Protocol.KSERVE_V2
+        return rejected
+    if parsed.binary_output:
+        return _as_binary(body)
     return body
+
+
+def _as_binary(body: dict[str, Any]) -> BinaryBody:
+    """A JSON v2 response with its output moved into the binary extension."""
+    (output,) = body["outputs"]
+    tensor = encode_elements([item.encode("utf-8") for item in output.pop("data")])
+    output["parameters"] = {"binary_data_size": len(tensor)}
+    return binary_body(body, [tensor])

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tsbatch.build.manifest import load_manifest
+from tsbatch.build.plugins import build_all
 from tsbatch.client.process import TorchServe, start_instance
 from tsbatch.environment import ALLOW_DIGITS_ENV
 from tsbatch.paths import REPO_ROOT
@@ -64,6 +65,7 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServ
     ``server.stop()``.
     """
     _require_java()
+    build_all()  # the frontend plugins config.properties' plugins_path names (a no-op when built)
     started: list[TorchServe] = []
 
     def start(model_store: Path, models: list[str] | None = None, **options: Any) -> TorchServe:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 
 from tests.integration.support import json_documents, private_port_entries
 from tsbatch.client.process import TorchServe
@@ -46,7 +47,7 @@ def plain_torchserve(tmp_path_factory: pytest.TempPathFactory, model_store: Path
     for key, value in private_port_entries().items():
         text = replace_entry(text, key, f"{key}={value}\n")
     (root / "config.properties").write_text(text)
-    for name in ("metrics.yaml", ".venv"):
+    for name in ("metrics.yaml", ".venv", "build"):  # build/plugins: plugins_path
         (root / name).symlink_to(REPO_ROOT / name)
     (root / "model-store").symlink_to(model_store)
     commands = bash_block("### Plain TorchServe")
@@ -86,6 +87,12 @@ def test_plain_torchserve_serves_both_models(plain_torchserve: TorchServe) -> No
         (description,) = plain_torchserve.describe(model)
         assert any(worker["status"] == "READY" for worker in description["workers"]), model
     assert (plain_torchserve.run_dir / "key_file.json").exists(), "token auth stays on"
+    # The frontend plugin plugins_path names (built by `make archive`) answers here too.
+    base, headers = plain_torchserve.url("inference"), plain_torchserve.headers("inference")
+    ready = requests.get(f"{base}/v2/health/ready", headers=headers, timeout=30)
+    assert ready.status_code == 200 and ready.json() == {"ready": True}, ready.text
+    metadata = requests.get(f"{base}/v2/models/resnet18", headers=headers, timeout=30).json()
+    assert metadata["inputs"] == [{"name": "image", "datatype": "BYTES", "shape": [-1]}]
 
 
 def test_readme_curl_examples_answer(plain_torchserve: TorchServe) -> None:

@@ -1,11 +1,13 @@
 """Benchmark: images/s served when each request carries several images vs one, same server.
 
-One TorchServe with the archive's resnet18 at the settings of config.properties serves two
-runs under the same concurrent clients: one image per request (raw bytes), then
-``--per-request`` images per request (``{"images": [base64, ...]}``). The batch core
-flattens every image of TorchServe's batch into one forward pass, so a multi-input
-request shares the model with its batch-mates' images; the difference shows what a client
-saves in HTTP, queueing and worker round trips by packing its images.
+One TorchServe with the archive's resnet18 at the settings of config.properties serves
+three runs under the same concurrent clients: one image per request (raw bytes), then
+``--per-request`` images per request as base64 JSON (``{"images": [base64, ...]}``) and
+as the Open Inference Protocol's binary tensors (``/v2/models/resnet18/infer``, binary in
+and out, as tritonclient sends by default). The batch core flattens every image of
+TorchServe's batch into one forward pass, so a multi-input request shares the model with
+its batch-mates' images; the difference shows what a client saves in HTTP, queueing and
+worker round trips by packing its images, and what base64 costs beside raw bytes.
 
     python -m scripts.bench_multi_input --per-request 8 --clients 16 --duration 15
 """
@@ -19,6 +21,7 @@ import random
 import tempfile
 from pathlib import Path
 
+from batchkit.binary_tensors import HEADER_LENGTH, bytes_elements, encode_elements
 from tsbatch.build.manifest import load_manifest
 from tsbatch.client.load import LoadDriver, LoadSpec, ResponseCheck
 from tsbatch.client.metrics import rise_ratio
@@ -56,6 +59,53 @@ def multi_bodies(images: list[bytes], per_request: int) -> list[bytes]:
         json.dumps({"images": [encoded[(start + i) % len(encoded)] for i in range(per_request)]}).encode()
         for start in range(0, len(encoded), per_request)
     ]
+
+
+def binary_v2_bodies(images: list[bytes], per_request: int) -> tuple[list[bytes], int]:
+    """Binary v2 requests of ``per_request`` images each, binary output asked for, and the
+    length of their JSON header. The load driver sends one set of headers with every body,
+    so each JSON header is padded with spaces (valid JSON) to the longest one's length."""
+    tensors = [
+        encode_elements([images[(start + i) % len(images)] for i in range(per_request)])
+        for start in range(0, len(images), per_request)
+    ]
+    headers = [
+        json.dumps(
+            {
+                "inputs": [
+                    {
+                        "name": "image",
+                        "datatype": "BYTES",
+                        "shape": [per_request],
+                        "parameters": {"binary_data_size": len(tensor)},
+                    }
+                ],
+                "parameters": {"binary_data_output": True},
+            }
+        ).encode()
+        for tensor in tensors
+    ]
+    width = max(len(header) for header in headers)
+    return [header.ljust(width) + tensor for header, tensor in zip(headers, tensors, strict=True)], width
+
+
+def binary_v2_check(per_request: int) -> ResponseCheck:
+    """The multi-input check on a binary v2 answer, its output elements read back to JSON."""
+    check = multi_check(per_request)
+
+    def binary(status: int, body: bytes) -> str | None:
+        if status != 200:
+            return check(status, body)
+        try:
+            header, length = json.JSONDecoder().raw_decode(body.decode("latin-1"))
+            (output,) = header["outputs"]
+            elements = bytes_elements(body[length:], output["shape"][0], output["name"], ValueError)
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            return f"not a binary v2 answer: {exc}"
+        output["data"] = [element.decode("utf-8") for element in elements]
+        return check(status, json.dumps(header).encode())
+
+    return binary
 
 
 def measure(server: TorchServe, driver: LoadDriver, load: LoadSpec, per_request: int) -> dict:
@@ -104,8 +154,20 @@ def main(argv: list[str] | None = None) -> int:
                 headers=server.headers(),
                 check=multi_check(args.per_request),
             )
+            binary_bodies, header_length = binary_v2_bodies(images, args.per_request)
+            binary = LoadDriver(
+                f"{server.url('inference')}/v2/models/{MODEL}/infer",
+                binary_bodies,
+                headers={**server.headers(), HEADER_LENGTH: str(header_length)},
+                model=MODEL,
+                check=binary_v2_check(args.per_request),
+            )
             print(f"[bench] {MODEL}: 1 and {args.per_request} images per request, {args.clients} clients ...")
-            rows = [measure(server, single, load, 1), measure(server, multi, load, args.per_request)]
+            rows = [
+                {"body": "raw bytes", **measure(server, single, load, 1)},
+                {"body": "JSON base64", **measure(server, multi, load, args.per_request)},
+                {"body": "binary v2", **measure(server, binary, load, args.per_request)},
+            ]
         finally:
             server.stop()
 
@@ -114,14 +176,17 @@ def main(argv: list[str] | None = None) -> int:
         f"maxBatchDelay={settings['maxBatchDelay']} ms, {args.clients} clients, {args.duration:.0f}s measured each)"
     )
     print(
-        f"{'images/request':>15}{'req/s':>9}{'images/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'images/batch':>14}"
+        f"{'body':<13}{'images/request':>15}{'req/s':>9}{'images/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'errors':>8}{'images/batch':>14}"
     )
     for row in rows:
         print(
-            f"{row['per_request']:>15d}{row['rps']:>9.1f}{row['images_per_s']:>10.1f}{row['p50_ms']:>9.1f}"
-            f"{row['p99_ms']:>9.1f}{row['errors']:>8d}{row['images_per_batch']:>14.1f}"
+            f"{row['body']:<13}{row['per_request']:>15d}{row['rps']:>9.1f}{row['images_per_s']:>10.1f}"
+            f"{row['p50_ms']:>9.1f}{row['p99_ms']:>9.1f}{row['errors']:>8d}{row['images_per_batch']:>14.1f}"
         )
+    raw = max(rows[0]["images_per_s"], 1e-9)
     print(
-        f"images/s ratio ({args.per_request} per request / 1): {rows[1]['images_per_s'] / max(rows[0]['images_per_s'], 1e-9):.2f}"
+        f"images/s ratio to raw bytes at 1 per request: JSON base64 x{args.per_request} "
+        f"{rows[1]['images_per_s'] / raw:.2f}, binary v2 x{args.per_request} {rows[2]['images_per_s'] / raw:.2f}"
     )
     return 1 if any(row["errors"] or not row["completed"] for row in rows) else 0

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from batchkit.protocols import InputSchema, v2_metadata
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest, parse_manifest_command
 from tsbatch.build.schema import SERVING_KEYS
@@ -34,6 +35,8 @@ from tsbatch.config.properties import (
 from tsbatch.paths import DEFAULT_PROPERTIES, HANDLERS_DIR
 
 MODEL_CONFIG_FILE = "model-config.yaml"
+# Read by the Open Inference Protocol plugin (plugins/oip) for GET /v2/models/<m>.
+OIP_METADATA_FILE = "oip_metadata.json"
 
 
 class PackageError(RuntimeError):
@@ -67,6 +70,17 @@ def stamp_for(spec: ModelSpec, config: dict[str, Any]) -> str:
     return digest.hexdigest()[:16]
 
 
+def input_schema(kind: str) -> InputSchema:
+    """How a model of this kind names its input (imported here: images pulls in torch)."""
+    if kind == "image":
+        from batchkit.images import IMAGE_INPUTS
+
+        return IMAGE_INPUTS
+    from batchkit.text import TEXT_INPUTS
+
+    return TEXT_INPUTS
+
+
 def stage_extra_files(spec: ModelSpec, staging: Path) -> None:
     """Lay out what goes beside the handler in the archive (torch-model-archiver copies
     the *contents* of a directory given as an extra file)."""
@@ -74,6 +88,7 @@ def stage_extra_files(spec: ModelSpec, staging: Path) -> None:
     shutil.copytree(
         HANDLERS_DIR / "batchkit", staging / "batchkit", ignore=shutil.ignore_patterns("__pycache__")
     )
+    artifacts.write_json(staging / OIP_METADATA_FILE, v2_metadata(input_schema(spec.kind)))
     skip = {artifacts.MODEL_FILE, artifacts.HANDLER_CONFIG_FILE}
     for path in spec.artifact_dir.iterdir():
         if path.name in skip:
@@ -157,14 +172,18 @@ def private_store(
     directory.mkdir(parents=True, exist_ok=True)
     properties = directory / "config.properties"
     shutil.copy(source, properties)
-    metrics_config = read_properties(source).get("metrics_config")
+    values = read_properties(source)
+    metrics_config = values.get("metrics_config")
     if metrics_config and not Path(metrics_config).is_absolute():
         shutil.copy(source.parent / metrics_config, directory / metrics_config)
+    plugins = values.get("plugins_path")
     store = directory / "model-store"
     store.mkdir(exist_ok=True)
     text = properties.read_text()
     for key, value in {
         "load_models": ",".join(f"{m}.mar" for m in models),
+        # The frontend plugins stay where the source names them (they are not copied).
+        **({"plugins_path": str((source.parent / plugins).resolve())} if plugins else {}),
         **(extra_properties or {}),
     }.items():
         text = replace_entry(text, key, f"{key}={value}\n")

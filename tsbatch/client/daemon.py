@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tsbatch.build.manifest import Manifest, load_manifest
 from tsbatch.build.package import package
+from tsbatch.build.plugins import PluginBuildError, build_all
 from tsbatch.client.process import (
     TorchServe,
     _read_pid,
@@ -57,6 +58,11 @@ def start(run_dir: Path, properties: Path, timeout: float, manifest: Manifest | 
         return 2
     for model in models:  # seconds when only config.properties changed; no re-export
         package(manifest.model(model), manifest, properties)
+    try:
+        build_all()  # the frontend plugins plugins_path names (a no-op when up to date)
+    except PluginBuildError as exc:
+        print(f"[serve] {exc}")
+        return 1
     problems = check(properties, manifest, include_archives=True)
     for problem in problems:
         print(problem)

@@ -85,9 +85,10 @@ def effective_properties(
     text = source.read_text()
     values = read_properties(source)
     replacements: dict[str, str] = {"model_store": str(model_store.resolve())}
-    metrics_config = values.get("metrics_config")
-    if metrics_config and not Path(metrics_config).is_absolute():
-        replacements["metrics_config"] = str((source.parent / metrics_config).resolve())
+    for key in ("metrics_config", "plugins_path"):
+        relative = values.get(key)
+        if relative and not Path(relative).is_absolute():
+            replacements[key] = str((source.parent / relative).resolve())
     for kind, port in (ports or {}).items():
         replacements[ADDRESS_KEYS[kind]] = f"http://127.0.0.1:{port}"
     replacements.update(overrides or {})

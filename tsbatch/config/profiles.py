@@ -36,14 +36,15 @@ CONTAINER_ENTRIES = {
     "metrics_address": "http://0.0.0.0:8082",
     "model_store": f"{APP_DIR}/model-store",
     "metrics_config": f"{APP_DIR}/metrics.yaml",
+    "plugins_path": f"{APP_DIR}/build/plugins",
 }
 
 CONTAINER_NOTE = """\
 #   inference/management/metrics_address  0.0.0.0: inside a container loopback is
 #       unreachable from outside; what is exposed is decided by the published ports or
 #       the Kubernetes Service/NetworkPolicy.
-#   model_store, metrics_config  paths inside the image (/app); mount a volume over
-#       /app/model-store (or pass --model-store) to serve other archives.
+#   model_store, metrics_config, plugins_path  paths inside the image (/app); mount a
+#       volume over /app/model-store (or pass --model-store) to serve other archives.
 """
 
 

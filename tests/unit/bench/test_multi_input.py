@@ -5,7 +5,14 @@ from __future__ import annotations
 import base64
 import json
 
-from tsbatch.bench.multi_input import digit_images, multi_bodies, multi_check
+from batchkit.binary_tensors import binary_body, bytes_elements, encode_elements
+from tsbatch.bench.multi_input import (
+    binary_v2_bodies,
+    binary_v2_check,
+    digit_images,
+    multi_bodies,
+    multi_check,
+)
 
 ANSWER = {"model": "resnet18", "predictions": [{"label": "7", "index": 7, "probability": 0.9}]}
 
@@ -23,3 +30,31 @@ def test_a_multi_input_answer_needs_one_good_answer_per_image() -> None:
     assert check(200, json.dumps({"results": [ANSWER, ANSWER]}).encode()) is None
     assert check(200, json.dumps({"results": [ANSWER]}).encode()) == "1 answers for 2 inputs"
     assert check(400, b'{"error": {"type": "x", "message": "m"}}') == "HTTP 400: x: m"
+
+
+def test_binary_v2_bodies_carry_every_image_under_one_header_length() -> None:
+    images = digit_images(6)
+    bodies, length = binary_v2_bodies(images, 4)
+    sent = []
+    for body in bodies:
+        header = json.loads(body[:length])
+        assert header["parameters"] == {"binary_data_output": True}
+        (tensor,) = header["inputs"]
+        assert tensor["shape"] == [4] and tensor["parameters"]["binary_data_size"] == len(body) - length
+        sent += bytes_elements(body[length:], 4, "image", ValueError)
+    assert sent[:6] == images and sent[6:] == images[:2]
+
+
+def test_a_binary_v2_answer_is_read_back_and_checked_per_image() -> None:
+    check = binary_v2_check(2)
+    header = {
+        "model_name": "resnet18",
+        "outputs": [{"name": "predictions", "datatype": "BYTES", "shape": [2]}],
+    }
+    good = binary_body(header, [encode_elements([json.dumps(ANSWER).encode()] * 2)])
+    assert check(200, good.data) is None
+    error = json.dumps({"error": {"type": "invalid_image", "message": "bad"}}).encode()
+    one_bad = binary_body(header, [encode_elements([json.dumps(ANSWER).encode(), error])])
+    assert "input 1" in check(200, one_bad.data)
+    assert check(200, b"{}").startswith("not a binary v2 answer")
+    assert check(400, b'{"error": "m", "type": "x"}').startswith("HTTP 400")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tsbatch.client.process import TorchServe, free_ports
+from tsbatch.client.process import TorchServe, effective_properties, free_ports
+from tsbatch.config.properties import read_properties
 
 
 def scrape(requests_: float, batches: float) -> str:
@@ -61,3 +62,12 @@ def test_free_ports_are_all_different() -> None:
     for _ in range(20):
         ports = free_ports(5)
         assert len(set(ports)) == 5 and all(1024 <= port < 65536 for port in ports)
+
+
+def test_an_instance_config_names_the_plugins_and_metrics_by_absolute_paths(tmp_path: Path) -> None:
+    source = tmp_path / "repo" / "config.properties"
+    source.parent.mkdir()
+    source.write_text("model_store=model-store\nmetrics_config=metrics.yaml\nplugins_path=build/plugins\n")
+    written = read_properties(effective_properties(source, tmp_path / "run", tmp_path / "store"))
+    assert written["plugins_path"] == str((source.parent / "build" / "plugins").resolve())
+    assert written["metrics_config"] == str((source.parent / "metrics.yaml").resolve())

@@ -104,3 +104,9 @@ def test_probe_drain_marks_the_pod_and_readiness_then_fails(tmp_path: Path, monk
         == 1
     )
     assert "draining" in capsys.readouterr().err
+
+
+def test_the_image_loads_the_plugins_from_where_the_build_stage_puts_them() -> None:
+    source, container = read_properties(DEFAULT_PROPERTIES), read_properties(container_config.TARGET)
+    assert source["plugins_path"] == "build/plugins"
+    assert container["plugins_path"] == f"{container_config.APP_DIR}/{source['plugins_path']}"

@@ -124,7 +124,7 @@ def test_install_and_archive_commands_are_the_makefiles() -> None:
         if c[0] in pythons and c[1] == "-m"
     ]
     archive = [
-        c for c in makefile_recipe("archive") if c[0] in pythons and c[1] == "-m"
+        c for c in makefile_recipe("archive") + makefile_recipe("plugins") if c[0] in pythons and c[1] == "-m"
     ]  # not the report printing
     assert install and archive
     for command in install + archive:
@@ -209,8 +209,10 @@ def test_base_has_python_311_and_java_17() -> None:
     args = dict(a.split("=", 1) for kw, a in instructions() if kw == "ARG" and "=" in a)
     assert re.fullmatch(r"python:3\.11[\w.-]*-slim[\w.-]*", args["PYTHON_IMAGE"])
     apt = " ".join(a for kw, a in instructions() if kw == "RUN" and "apt-get install" in a)
-    assert "openjdk-17-jre-headless" in apt
-    assert "openjdk-17-jre-headless" in (REPO_ROOT / "scripts" / "ensure_java.sh").read_text()
+    assert "openjdk-17-jre-headless" in apt, "the serving image runs the frontend on the JRE"
+    assert "openjdk-17-jdk-headless" in apt, "the build stage compiles the frontend plugins"
+    ensure = (REPO_ROOT / "scripts" / "ensure_java.sh").read_text()
+    assert "apt-get install -y -qq openjdk-17-jdk-headless" in ensure and "command -v javac" in ensure
 
 
 def test_copied_sources_exist_and_are_not_ignored() -> None:

@@ -176,6 +176,12 @@ def test_torchserve_and_kserve_run_the_images_command_with_the_cluster_profile()
     )
 
 
+def inference_port(main: dict) -> str | int:
+    """How a pod's container names its inference port: by name, else by number."""
+    named = [port["name"] for port in main["ports"] if port.get("name") == "inference"]
+    return named[0] if named else int(main["ports"][0]["containerPort"])
+
+
 def test_cluster_pods_drain_and_fail_readiness_without_cuda() -> None:
     """preStop drains (readiness fails first) within a grace period longer than the slowest
     batch; GPU pods ask the handlers to fail their load when CUDA is unusable."""
@@ -187,11 +193,18 @@ def test_cluster_pods_drain_and_fail_readiness_without_cuda() -> None:
         assert env["TSBATCH_REQUIRE_CUDA"] == "1"
         assert main["lifecycle"]["preStop"]["exec"]["command"] == DRAIN
         assert pod["terminationGracePeriodSeconds"] > float(env["TSBATCH_DRAIN_SECONDS"]) + slowest_batch
-        assert main["startupProbe"]["exec"]["command"] == main["readinessProbe"]["exec"]["command"]
-        probe = main["readinessProbe"]["exec"]["command"]
-        assert probe[probe.index("--config") + 1] == main["args"][main["args"].index("--ts-config") + 1], (
-            "the probe must read the config TorchServe runs (token auth on or off)"
+        ready = {"path": "/v2/health/ready", "port": inference_port(main)}
+        assert main["startupProbe"]["httpGet"] == main["readinessProbe"]["httpGet"] == ready
+        assert main["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": inference_port(main)}
+        served = main["args"][main["args"].index("--ts-config") + 1]
+        assert served == "/app/deploy/config.cluster.properties"
+        assert read_properties(CLUSTER_CONFIG)["disable_token_authorization"] == "true", (
+            "plain HTTP probes of /v2/health need token auth off (TorchServe checks tokens there too)"
         )
+        assert read_properties(CLUSTER_CONFIG)["plugins_path"] == "/app/build/plugins", (
+            "the /v2/health routes come from the frontend plugin the image builds there"
+        )
+        assert env["TSBATCH_DRAIN_FILE"].startswith("/"), "the plugin and the preStop hook must agree on it"
         assert main["readinessProbe"]["failureThreshold"] <= 3, "a broken pod must leave the Service quickly"
         assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
         assert (
@@ -240,16 +253,8 @@ def test_torchserve_pod_has_gpu_probes_and_ports_matching_the_container_config()
     ports = {p["name"]: p["containerPort"] for p in main["ports"]}
     for kind in ("inference", "management", "metrics"):
         assert ports[kind] == int(properties[f"{kind}_address"].rsplit(":", 1)[1])
-    ready = [
-        "python",
-        "/app/deploy/probe.py",
-        "ready",
-        "--config",
-        main["args"][main["args"].index("--ts-config") + 1],
-    ]
-    assert main["readinessProbe"]["exec"]["command"] == ready == main["startupProbe"]["exec"]["command"]
+    assert main["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": "inference"}
     assert CONTAINER_CONFIG.exists() and CLUSTER_CONFIG.exists()
-    assert main["livenessProbe"]["httpGet"]["port"] == "metrics", "liveness must not need a token"
     annotations = deployment["spec"]["template"]["metadata"]["annotations"]
     assert int(annotations["prometheus.io/port"]) == ports["metrics"]
     security = deployment["spec"]["template"]["spec"]["securityContext"]

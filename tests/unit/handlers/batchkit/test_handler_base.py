@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from batchkit.binary_tensors import bytes_elements, encode_elements
 from batchkit.config import ModelConfig
 from batchkit.errors import InvalidInput
 from batchkit.handler_base import BatchHandler
@@ -91,3 +92,56 @@ def test_a_config_without_a_handler_section_is_refused(model_dir, fake_context_f
     directory, _ = model_dir
     with pytest.raises(ValueError, match="no handler section"):
         DoublingHandler().initialize(fake_context_factory(directory, {"batchSize": 4}))
+
+
+class ByteCountHandler(DoublingHandler):
+    """Bodies in, their doubled byte count out: a model that reads raw bytes."""
+
+    def decode(self, body: Any) -> int:
+        if not isinstance(body, bytes) or not body:
+            raise InvalidInput("not bytes")
+        return len(body)
+
+
+def test_a_binary_v2_request_gets_bytes_and_its_header_length_beside_json_mates(
+    model_dir, fake_context_factory
+) -> None:
+    handler = ByteCountHandler()
+    context = started(handler, model_dir, fake_context_factory)
+    tensor = encode_elements([b"abc", b""])
+    header = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "n",
+                    "datatype": "BYTES",
+                    "shape": [2],
+                    "parameters": {"binary_data_size": len(tensor)},
+                }
+            ],
+            "parameters": {"binary_data_output": True},
+        }
+    ).encode()
+    context.request_headers = {
+        0: {"Inference-Header-Content-Length": str(len(header))},
+        2: {"inference-header-content-length": "9999"},
+    }
+    responses = handler.handle(
+        [{"body": header + tensor}, {"body": b"xy"}, {"body": header + tensor}], context
+    )
+    length = int(context.response_headers[0]["Inference-Header-Content-Length"])
+    answer = json.loads(responses[0][:length])
+    elements = bytes_elements(responses[0][length:], 2, "predictions", InvalidInput)
+    assert answer["outputs"][0]["parameters"]["binary_data_size"] == len(responses[0]) - length
+    assert [json.loads(element) for element in elements] == [
+        {"value": 6, "label": "even"},
+        {"error": {"type": "invalid_input", "message": "not bytes"}},
+    ]
+    assert context.content_types == {
+        0: "application/octet-stream",
+        1: "application/json",
+        2: "application/json",
+    }
+    assert responses[1] == {"value": 4, "label": "odd"}
+    assert context.statuses == {2: (400, "Bad Request")}
+    assert "Inference-Header-Content-Length is 9999" in responses[2]["error"]

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
+from batchkit.binary_tensors import (
+    ELEMENT_PREFIX,
+    BinaryBody,
+    bytes_elements,
+    encode_elements,
+    header_length_of,
+)
 from batchkit.errors import InputsRejected, InvalidImage, InvalidInput, InvalidText, PayloadTooLarge
 from batchkit.images import IMAGE_INPUTS
 from batchkit.protocols import FORM_ENCODED_MESSAGE, Protocol, compose_response, parse_request
 from batchkit.text import TEXT_INPUTS
 
 
-def parse(request: object, schema=IMAGE_INPUTS, max_inputs: int = 8):
-    return parse_request(request, schema, max_inputs)
+def parse(request: object, schema=IMAGE_INPUTS, max_inputs: int = 8, header_length: str | None = None):
+    return parse_request(request, schema, max_inputs, header_length)
 
 
 @pytest.mark.parametrize(
@@ -121,3 +129,210 @@ def test_a_request_whose_inputs_all_fail_takes_the_first_error_status_and_keeps_
     body = rejected.to_body()
     assert body["error"]["type"] == "all_inputs_rejected"
     assert body["results"] == [too_big.to_body(), bad.to_body()]
+
+
+# ---- the binary tensor extension -----------------------------------------------------
+def binary_request(
+    elements: list[bytes], shape: list[int] | None = None, extra: bytes = b"", **header: object
+) -> tuple[dict[str, bytes], str]:
+    """A body as tritonclient sends it by default, and its Inference-Header-Content-Length."""
+    tensor = encode_elements(elements)
+    document = {
+        "inputs": [
+            {
+                "name": "image",
+                "datatype": "BYTES",
+                "shape": shape if shape is not None else [len(elements)],
+                "parameters": {"binary_data_size": len(tensor)},
+            }
+        ],
+        **header,
+    }
+    encoded = json.dumps(document).encode()
+    return {"body": encoded + tensor + extra}, str(len(encoded))
+
+
+def test_a_binary_body_yields_each_bytes_element_as_a_raw_body() -> None:
+    request, length = binary_request([b"\x89PNG one", b"", b"\xff\xd8 two"], shape=[3, 1], id="r9")
+    parsed = parse(request, header_length=length)
+    assert parsed.protocol is Protocol.KSERVE_V2
+    assert (parsed.inputs, parsed.tensor_name, parsed.request_id) == (
+        [b"\x89PNG one", b"", b"\xff\xd8 two"],
+        "image",
+        "r9",
+    )
+    assert parsed.binary_output is False
+
+
+def test_a_binary_body_decoded_to_text_by_the_worker_still_parses() -> None:
+    request, length = binary_request([b"freeze my card"])
+    text = request["body"].decode()
+    assert parse({"body": text}, TEXT_INPUTS, header_length=length).inputs == [b"freeze my card"]
+
+
+def test_the_header_name_is_found_whatever_its_case() -> None:
+    assert header_length_of({"inference-header-content-length": "12", "body": {}}) == "12"
+    assert header_length_of({"Inference-Header-Content-Length": "7"}) == "7"
+    assert header_length_of({"content-type": "application/json"}) is None
+
+
+def rebuilt(header: dict, tensor: bytes) -> tuple[bytes, str]:
+    encoded = json.dumps(header).encode()
+    return encoded + tensor, str(len(encoded))
+
+
+def with_size(size: object) -> Callable[[dict, bytes], tuple[bytes, str]]:
+    def change(header: dict, tensor: bytes) -> tuple[bytes, str]:
+        header["inputs"][0]["parameters"]["binary_data_size"] = size
+        return rebuilt(header, tensor)
+
+    return change
+
+
+def with_tensor(tensor: bytes) -> Callable[[dict, bytes], tuple[bytes, str]]:
+    def change(header: dict, _: bytes) -> tuple[bytes, str]:
+        header["inputs"][0]["parameters"]["binary_data_size"] = len(tensor)
+        return rebuilt(header, tensor)
+
+    return change
+
+
+def with_input(**changes: object) -> Callable[[dict, bytes], tuple[bytes, str]]:
+    def change(header: dict, tensor: bytes) -> tuple[bytes, str]:
+        header["inputs"][0].update(changes)
+        return rebuilt(header, tensor)
+
+    return change
+
+
+# Each breaks the two-element body binary_request builds: (header, tensor) -> (body, length).
+MALFORMED = {
+    "length past the end": (
+        lambda h, t: (rebuilt(h, t)[0], "100000"),
+        "Inference-Header-Content-Length is 100000 but the body is",
+    ),
+    "negative length": (lambda h, t: (rebuilt(h, t)[0], "-1"), "Inference-Header-Content-Length is -1"),
+    "length not a number": (
+        lambda h, t: (rebuilt(h, t)[0], "abc"),
+        "must be a whole number of bytes, got 'abc'",
+    ),
+    "header not JSON": (lambda h, t: (b"not json at all" + t, "15"), "are not a JSON header"),
+    "negative size": (with_size(-4), "binary_data_size must be a byte count of 0 or more, got -4"),
+    "size past the end": (with_size(999), "has binary_data_size 999 but only"),
+    "element past its tensor": (
+        with_tensor(encode_elements([b"ab"]) + ELEMENT_PREFIX.pack(50) + b"cd"),
+        "element 1 says 50 bytes but only 2 remain",
+    ),
+    "truncated element length": (
+        with_tensor(encode_elements([b"ab"]) + b"\x01\x00"),
+        "element 1 has a truncated 4-byte length",
+    ),
+    "more elements than the shape": (with_input(shape=[1]), "holds more elements than its shape says (1)"),
+    "fewer elements than the shape": (with_input(shape=[3]), "holds 2 elements but its shape says 3"),
+    "bytes after the last tensor": (
+        lambda h, t: rebuilt(h, t + b"xyz"),
+        "3 bytes follow the last input's binary_data_size",
+    ),
+    "data and size": (with_input(data=["ab", "cd"]), 'has both "data" and binary_data_size'),
+    "header without inputs": (lambda h, t: rebuilt({"id": "x"}, t), 'must be a KServe v2 {"inputs": [...]}'),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_malformed_binary_bodies_are_a_400_naming_the_fault(case: str) -> None:
+    request, length = binary_request([b"ab", b"cd"])
+    body = request["body"]
+    header, tensor = json.loads(body[: int(length)]), body[int(length) :]
+    breaks, message = MALFORMED[case]
+    broken, broken_length = breaks(header, tensor)
+    with pytest.raises(InvalidImage) as caught:
+        parse({"body": broken}, header_length=broken_length)
+    assert message in caught.value.message
+    assert caught.value.status == 400
+
+
+@pytest.mark.parametrize(
+    ("header", "binary"),
+    [
+        ({}, False),
+        ({"parameters": {"binary_data_output": True}}, True),
+        ({"outputs": [{"name": "predictions", "parameters": {"binary_data": True}}]}, True),
+        (
+            {
+                "parameters": {"binary_data_output": True},
+                "outputs": [{"name": "predictions", "parameters": {"binary_data": False}}],
+            },
+            False,
+        ),
+        ({"outputs": [{"name": "predictions"}]}, False),
+    ],
+)
+def test_binary_output_follows_the_request_and_the_output_own_parameter(header: dict, binary: bool) -> None:
+    request, length = binary_request([b"a"], **header)
+    assert parse(request, header_length=length).binary_output is binary
+    document = {"inputs": [{"name": "t", "datatype": "BYTES", "shape": [1], "data": ["a"]}], **header}
+    assert parse({"body": document}, TEXT_INPUTS).binary_output is binary
+
+
+def test_an_unknown_requested_output_is_a_400_naming_the_outputs_that_exist() -> None:
+    document = {
+        "inputs": [{"name": "t", "datatype": "BYTES", "shape": [1], "data": ["a"]}],
+        "outputs": [{"name": "predict"}],
+    }
+    with pytest.raises(
+        InvalidText, match=r"unknown output 'predict': this model's outputs are \['predictions'\]"
+    ):
+        parse({"body": document}, TEXT_INPUTS)
+
+
+def test_a_binary_response_round_trips_through_its_header_and_elements() -> None:
+    ok, bad = {"intent": "greet", "confidence": 0.9}, InvalidText("text is empty")
+    request, length = binary_request([b"hi", b" "], id="q", parameters={"binary_data_output": True})
+    body = compose_response(parse(request, TEXT_INPUTS, header_length=length), [ok, bad], "m")
+    assert isinstance(body, BinaryBody)
+    header = json.loads(body.data[: body.header_length])
+    assert (header["model_name"], header["id"]) == ("m", "q")
+    (output,) = header["outputs"]
+    assert "data" not in output
+    assert (output["name"], output["datatype"], output["shape"]) == ("predictions", "BYTES", [2])
+    tensor = body.data[body.header_length :]
+    assert output["parameters"] == {"binary_data_size": len(tensor)}
+    elements = bytes_elements(tensor, 2, "predictions", InvalidText)
+    assert [json.loads(element) for element in elements] == [ok, bad.to_body()]
+
+
+def test_a_binary_request_whose_inputs_all_fail_is_answered_in_json() -> None:
+    request, length = binary_request([b"x", b"y"], parameters={"binary_data_output": True})
+    rejected = compose_response(
+        parse(request, header_length=length), [InvalidImage("a"), InvalidImage("b")], "m"
+    )
+    assert isinstance(rejected, InputsRejected) and rejected.status == 400
+    assert rejected.to_body()["outputs"][0]["shape"] == [2]
+
+
+def test_binary_elements_keep_empty_and_non_ascii_values() -> None:
+    values = [b"", "café".encode(), bytes(range(256))]
+    assert bytes_elements(encode_elements(values), 3, "x", InvalidText) == values
+    assert encode_elements([b"ab"]) == b"\x02\x00\x00\x00ab"
+
+
+def test_kserve_v2_request_errors_take_the_protocol_error_shape() -> None:
+    request, length = binary_request([b"a"])
+    with pytest.raises(InvalidImage) as caught:
+        parse(request, header_length="999999")
+    assert caught.value.to_body() == {
+        "error": f"Inference-Header-Content-Length is 999999 but the body is {len(request['body'])} bytes",
+        "type": "invalid_image",
+    }
+    with pytest.raises(InvalidText) as json_caught:
+        parse(
+            {"body": {"inputs": [{"name": "t", "datatype": "FP32", "shape": [1], "data": [1]}]}}, TEXT_INPUTS
+        )
+    assert isinstance(json_caught.value.to_body()["error"], str)
+    with pytest.raises(InvalidText) as ours:
+        parse({"body": {"texts": "x"}}, TEXT_INPUTS)
+    assert ours.value.to_body()["error"]["type"] == "invalid_text"
+    rejected = compose_response(parse(request, header_length=length), [InvalidImage("bad")], "m")
+    body = rejected.to_body()
+    assert body["error"] == "all 1 inputs of the request were rejected; each input's error is in the body"
+    assert json.loads(body["outputs"][0]["data"][0]) == {"error": {"type": "invalid_image", "message": "bad"}}
