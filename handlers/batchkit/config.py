@@ -34,6 +34,9 @@ class ModelConfig:
     compiled_models: tuple[str, ...] = ()
     compiled_max_batch_size: int = 0
     failed_gates: tuple[str, ...] = ()
+    # The int8 package's build-time speed over the fastest other gated candidate (0: none
+    # built); ``auto`` takes int8 only above batchkit.precision.INT8_MIN_SPEEDUP.
+    int8_speedup: float = 0.0
 
 
 ConfigT = TypeVar("ConfigT", bound=ModelConfig)

@@ -19,14 +19,14 @@ from pathlib import Path
 import torch
 
 from batchkit.config import ModelConfig
-from batchkit.precision import DTYPES, PrecisionChoice
+from batchkit.precision import DTYPES, PrecisionChoice, int8_fallback
 from batchkit.runtime import load_torchscript
 
 logger = logging.getLogger(__name__)
 
 RUNTIMES = ("auto", "aoti", "torchscript")
 # Largest probability difference a load-time check accepts, per precision.
-CHECK_TOLERANCE = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2}
+CHECK_TOLERANCE = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2, "int8": 5e-2}
 # At fp32, `auto` serves the package only when it is clearly faster than TorchScript on the
 # load-time timing: a smaller lead is within run-to-run noise, and TorchScript is the
 # artifact users asked for.
@@ -193,18 +193,21 @@ def load_served_model(
     )
     log = logger.warning if expected_compiled and "is not clearly faster here" not in str(problem) else logger.info
     log("serving TorchScript: %s", problem)
-    if choice.precision != "fp32":
-        candidate = f"torchscript-{choice.precision}"
+    if choice.precision == "int8":
+        torchscript.precision = int8_fallback()
+        logger.warning("int8 has no TorchScript form: serving TorchScript at %s", torchscript.precision)
+    if torchscript.precision != "fp32":
+        candidate = f"torchscript-{torchscript.precision}"
         if candidate in config.failed_gates:
             problem = f"{candidate} failed the build gates"
         else:
             try:
                 with torch.inference_mode():
-                    problem = agreement_problem(expected, torchscript(*inputs), choice.precision)
+                    problem = agreement_problem(expected, torchscript(*inputs), torchscript.precision)
             except Exception as exc:
                 problem = f"{type(exc).__name__}: {exc}"
         if problem is not None:
-            logger.warning("TorchScript at %s not served (%s): serving fp32", choice.precision, problem)
+            logger.warning("TorchScript at %s not served (%s): serving fp32", torchscript.precision, problem)
             torchscript.precision = "fp32"
     logger.info("serving %s", torchscript.describe())
     return torchscript

@@ -6,7 +6,8 @@ a ``.pt2`` for one device and precision. Compiling takes tens of seconds and the
 runs only on the kind of machine it was built on, so the build compiles only what the
 build host itself would serve (``targets: host``): fp32 on a CPU without native bf16, bf16
 on one with it, and the GPU's choice where CUDA works. A CUDA package is built on a GPU
-host (``scripts/gpu_check.sh`` or ``python -m scripts.build`` there).
+host (``scripts/gpu_check.sh`` or ``python -m scripts.build`` there). On a CPU with VNNI or
+AMX-int8 the host also gets ``cpu-int8``, quantized by ``tsbatch.build.int8`` instead.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from typing import Any
 import torch
 
 from batchkit.loader import ServedModel, compiled_file_name, load_compiled
-from batchkit.precision import DTYPES, choose_precision, cuda_problem
+from batchkit.precision import DTYPES, choose_precision, cuda_problem, native_cpu_int8
 from tsbatch.build.gates import Batch, GateResult, Scorer, batch_independence, judge, probabilities
+from tsbatch.build.int8.candidate import Int8Plan, gate_limits, int8_timing, quantized_ops_problem
+from tsbatch.build.int8.quantize import compile_int8
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class GateOutcome:
     results: list[GateResult] = field(default_factory=list)
     compiled_models: list[str] = field(default_factory=list)
     compile_figures: dict[str, dict[str, float]] = field(default_factory=dict)
+    int8: dict[str, Any] = field(default_factory=dict)  # calibration, build-time timing
 
     @property
     def failed(self) -> list[str]:
@@ -54,6 +58,7 @@ class GateOutcome:
             "compiled_models": self.compiled_models,
             "compiled_max_batch_size": self.max_batch_size if self.compiled_models else 0,
             "failed_gates": self.failed,
+            "int8_speedup": float(self.int8.get("timing", {}).get("speedup", 0.0)),
         }
 
     def build_info(self) -> dict[str, Any]:
@@ -62,6 +67,7 @@ class GateOutcome:
                 result.candidate: {**result.figures, "failures": result.failures} for result in self.results
             },
             "compiled": self.compile_figures,
+            "int8": self.int8,
         }
 
 
@@ -70,6 +76,8 @@ def host_targets() -> list[str]:
     targets = [f"cpu-{choose_precision('auto', torch.device('cpu')).precision}"]
     if cuda_problem() is None:
         targets.append(f"cuda-{choose_precision('auto', torch.device('cuda')).precision}")
+    if native_cpu_int8() and "cpu-int8" not in targets:
+        targets.append("cpu-int8")
     return targets
 
 
@@ -80,7 +88,9 @@ def compile_settings(settings: dict[str, Any]) -> CompileSettings:
     targets = section.get("targets", "host")
     precisions = section.get("torchscript_precisions", "host")
     if precisions == "host":
-        precisions = [target.split("-")[1] for target in host_targets() if not target.endswith("-fp32")]
+        precisions = [
+            target.split("-")[1] for target in host_targets() if target.endswith(("-bf16", "-fp16"))
+        ]
     return CompileSettings(
         targets=tuple(host_targets() if targets == "host" else targets or ()),
         max_batch_size=int(section.get("max_batch_size", 16)),
@@ -127,12 +137,14 @@ def build_and_gate(
     score: Scorer | None,
     dynamic_shapes: tuple[dict[int, Any], ...],
     singles: Sequence[Batch] | None = None,
+    int8: Int8Plan | None = None,
 ) -> GateOutcome:
     """Compile the targets into ``out`` and gate them and the reduced-precision TorchScript
     candidates against fp32 TorchScript on ``batches``; drop the packages that fail.
 
     ``singles`` are the first batch's items alone (default: sliced from it, which suits
-    fixed-size inputs; text passes each row padded to its own length)."""
+    fixed-size inputs; text passes each row padded to its own length). ``int8`` says how a
+    ``cpu-int8`` target is quantized (default: dynamic linear layers)."""
     for stale in out.glob("model.*.pt2"):
         stale.unlink()
     outcome = GateOutcome(settings.max_batch_size, settings.enforce_gates)
@@ -147,7 +159,13 @@ def build_and_gate(
     for target in settings.targets if eager is not None else ():
         device_type, precision = target.split("-")
         path = out / compiled_file_name(device_type, precision)
-        outcome.compile_figures[target] = compile_package(eager, full_batch, dynamic_shapes, target, path)
+        if precision == "int8":
+            plan = int8 or Int8Plan()
+            outcome.int8["calibration"] = plan.source
+            figures = compile_int8(eager, full_batch, dynamic_shapes, path, plan.calibration)
+        else:
+            figures = compile_package(eager, full_batch, dynamic_shapes, target, path)
+        outcome.compile_figures[target] = figures
         candidates.append((f"aoti-{target}", load_compiled(path, torch.device(device_type), precision)))
     for name, served in candidates:
         device = "cuda" if name.startswith("aoti-cuda") else "cpu"
@@ -164,7 +182,11 @@ def build_and_gate(
             probabilities(forward, batches),
             score,
             batch_independence(forward, full_batch, singles),
+            **gate_limits(served.precision),
         )
+        if served.precision == "int8":
+            problem = quantized_ops_problem(outcome.compile_figures[name.removeprefix("aoti-")])
+            result.failures.extend([problem] if problem else [])
         print(f"[export] gate {result.summary()}")
         outcome.results.append(result)
         if name.startswith("aoti-"):
@@ -173,4 +195,7 @@ def build_and_gate(
                 outcome.compiled_models.append(file_name)
             else:
                 (out / file_name).unlink()
+    if compiled_file_name("cpu", "int8") in outcome.compiled_models:
+        passed = {result.candidate for result in outcome.results if result.passed}
+        outcome.int8["timing"] = int8_timing(candidates, passed, torchscript, full_batch)
     return outcome

@@ -22,6 +22,8 @@ from batchkit.runtime import optimize_for_serving
 from tsbatch.build import artifacts
 from tsbatch.build.compiled import GateOutcome, build_and_gate, compile_settings
 from tsbatch.build.gates import Batch, Scorer, top1_accuracy
+from tsbatch.build.int8.calibration import calibration_batches
+from tsbatch.build.int8.candidate import Int8Plan
 from tsbatch.build.manifest import ModelSpec, load_manifest
 from tsbatch.build.resnet.digits import train_on_digits
 from tsbatch.build.resnet.weights import (
@@ -113,7 +115,12 @@ def compile_and_gate(
         eager = eager.to(memory_format=torch.channels_last)
     batches, score = gate_data(resolved, min(8, settings.max_batch_size))
     batch = torch.export.Dim("batch", min=1, max=settings.max_batch_size)
-    return build_and_gate(eager, scripted, spec.artifact_dir, settings, batches, score, ({0: batch},))
+    int8 = None
+    if any(target.endswith("-int8") for target in settings.targets):
+        calibration, source = calibration_batches(resolved, spec.settings)
+        int8 = Int8Plan(calibration, f"static, calibrated on {source}")
+    shapes = ({0: batch},)
+    return build_and_gate(eager, scripted, spec.artifact_dir, settings, batches, score, shapes, int8=int8)
 
 
 def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path | None = None) -> Path:
