@@ -195,7 +195,11 @@ def load_served_model(
     log("serving TorchScript: %s", problem)
     if choice.precision == "int8":
         torchscript.precision = int8_fallback()
-        logger.warning("int8 has no TorchScript form: serving TorchScript at %s", torchscript.precision)
+        logger.warning(
+            "no usable int8 package (%s) and int8 has no TorchScript form: serving TorchScript at %s",
+            problem,
+            torchscript.precision,
+        )
     if torchscript.precision != "fp32":
         candidate = f"torchscript-{torchscript.precision}"
         if candidate in config.failed_gates:

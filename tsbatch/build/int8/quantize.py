@@ -88,9 +88,11 @@ def static_int8(
     quantizer = X86InductorQuantizer()
     quantizer.set_global(get_default_x86_inductor_quantization_config())
     prepared = prepare_pt2e(captured, quantizer)
+    size = len(example[0])  # calibration runs within the exported batch bound
     with torch.no_grad():
         for batch in calibration:
-            prepared(*batch)
+            for start in range(0, len(batch[0]), size):
+                prepared(*(x[start : start + size] for x in batch))
     return convert_pt2e(prepared)
 
 

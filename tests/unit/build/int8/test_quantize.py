@@ -8,7 +8,13 @@ import torch
 from torchvision.models.resnet import BasicBlock, Bottleneck
 
 from tests.conftest import TinyImageNet
-from tsbatch.build.int8.quantize import OwnReluBlock, compile_int8, own_relus, quantized_op_counts, static_int8
+from tsbatch.build.int8.quantize import (
+    OwnReluBlock,
+    compile_int8,
+    own_relus,
+    quantized_op_counts,
+    static_int8,
+)
 
 
 def test_own_relus_gives_each_call_site_a_relu_and_keeps_the_arithmetic() -> None:
