@@ -22,9 +22,9 @@ from batchkit.batching import run_batch
 from batchkit.config import ConfigT, from_mapping
 from batchkit.errors import RequestError, error_for_exception
 from batchkit.flatten import flatten, regroup
-from batchkit.loader import compiled_file_name
+from batchkit.loader import int8_ready
 from batchkit.metrics import BatchReport, emit
-from batchkit.precision import INT8_MIN_SPEEDUP, PrecisionChoice, choose_precision, require_cuda
+from batchkit.precision import PrecisionChoice, choose_precision, require_cuda
 from batchkit.protocols import InputSchema, ParsedRequest, compose_response, parse_request
 from batchkit.runtime import configure_threads, select_device
 
@@ -62,11 +62,8 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         configure_threads(self.config.torch_threads)
         self.device = select_device(properties)
         require_cuda(self.device)
-        int8_ready = (
-            compiled_file_name("cpu", "int8") in self.config.compiled_models
-            and self.config.int8_speedup > INT8_MIN_SPEEDUP
-        )
-        self.precision = choose_precision(self.config.precision, self.device, int8_ready=int8_ready)
+        ready = int8_ready(self.config.compiled_models, self.config.int8_speedup)
+        self.precision = choose_precision(self.config.precision, self.device, int8_ready=ready)
         self.labels = json.loads((self.model_dir / self.config.labels_file).read_text())
         self.top_k = min(self.config.top_k, len(self.labels))
         self.load()

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from batchkit.config import ModelConfig
-from batchkit.precision import DTYPES, PrecisionChoice, int8_fallback
+from batchkit.precision import DTYPES, INT8_MIN_SPEEDUP, PrecisionChoice, int8_fallback
 from batchkit.runtime import load_torchscript
 
 logger = logging.getLogger(__name__)
@@ -36,6 +36,12 @@ AUTO_MARGIN = 0.1
 def compiled_file_name(device_type: str, precision: str) -> str:
     """The one name of a compiled package in an archive."""
     return f"model.{device_type}-{precision}.pt2"
+
+
+def int8_ready(compiled_models: Sequence[str], int8_speedup: float) -> bool:
+    """Whether ``auto`` may take int8: the archive's int8 package passed its gates and beat
+    the other candidates by ``INT8_MIN_SPEEDUP`` on the build machine."""
+    return compiled_file_name("cpu", "int8") in compiled_models and int8_speedup > INT8_MIN_SPEEDUP
 
 
 @dataclass
