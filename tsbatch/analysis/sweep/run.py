@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from batchkit.precision import native_cpu_int8
 from batchkit.runtime import optimized_or_plain
 from tsbatch.analysis.sweep.inputs import POOL_SIZE, ROTATIONS, Inputs, Scenario
 from tsbatch.analysis.sweep.measure import (
@@ -25,12 +26,14 @@ from tsbatch.analysis.sweep.rows import SweepResult, SweepRow
 from tsbatch.analysis.sweep.targets import Target
 from tsbatch.sla.percentile import percentile
 
-PRECISIONS = ("fp32", "fp16", "bf16")
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+# int8 exists only as a quantized package (a compiled target), never as the TorchScript module.
+MODULE_PRECISIONS = ("fp32", "fp16", "bf16")
 AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager[Any]:
-    if precision == "fp32":
+    if precision in ("fp32", "int8"):  # an int8 package takes fp32 and quantizes inside
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=AUTOCAST_DTYPES[precision])
 
@@ -114,7 +117,12 @@ def precision_plan(
     for precision in requested:
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r} (have {PRECISIONS})")
-        if device.type == "cuda" or precision == "fp32":
+        if precision == "int8":
+            if device.type == "cpu" and native_cpu_int8():
+                run.append(precision)
+            else:
+                notes.append("int8 skipped: it runs only on a CPU with VNNI / AMX-int8 (none here)")
+        elif device.type == "cuda" or precision == "fp32":
             run.append(precision)
         elif precision == "fp16":
             notes.append("fp16 autocast skipped: no GPU (CPU fp16 autocast is not a serving mode)")
@@ -149,7 +157,7 @@ def run_sweep(
             else module_forward(target.reference.to(device), device, "fp32")
         )
         fp32_references = {s.name: References(s, reference, device) for s in target.scenarios}
-        for precision in [p for p in run if target.precisions is None or p in target.precisions]:
+        for precision in [p for p in run if p in (target.precisions or MODULE_PRECISIONS)]:
             forward = fp32_forward if precision == "fp32" else module_forward(module, device, precision)
             for scenario in target.scenarios:
                 result.rows.extend(
