@@ -63,14 +63,9 @@ def declared_metrics() -> dict[str, object]:
     return declared
 
 
-@pytest.fixture
-def tiny_image_model_dir(tmp_path: Path) -> tuple[Path, dict]:
-    """An unpacked 'archive' for the ResNet handler with a tiny TorchScript model."""
-    torch.manual_seed(0)
-    scripted = torch.jit.script(TinyImageNet(len(TINY_LABELS)).eval())
-    scripted.save(str(tmp_path / "model.pt"))
-    (tmp_path / "labels.json").write_text(json.dumps(TINY_LABELS))
-    handler = {
+def tiny_handler_config() -> dict:
+    """The ResNet handler's config for the tiny model (16x16 crops, three labels)."""
+    return {
         "model_name": "tiny",
         "architecture": "tiny-cnn",
         "model_file": "model.pt",
@@ -86,6 +81,16 @@ def tiny_image_model_dir(tmp_path: Path) -> tuple[Path, dict]:
         "torch_threads": 1,
         "warmup_batch_sizes": [1],
     }
+
+
+@pytest.fixture
+def tiny_image_model_dir(tmp_path: Path) -> tuple[Path, dict]:
+    """An unpacked 'archive' for the ResNet handler with a tiny TorchScript model."""
+    torch.manual_seed(0)
+    scripted = torch.jit.script(TinyImageNet(len(TINY_LABELS)).eval())
+    scripted.save(str(tmp_path / "model.pt"))
+    (tmp_path / "labels.json").write_text(json.dumps(TINY_LABELS))
+    handler = tiny_handler_config()
     return tmp_path, {"batchSize": 4, "maxBatchDelay": 5, "handler": handler}
 
 
