@@ -13,7 +13,6 @@ AMX-int8 the host also gets ``cpu-int8``, quantized by ``tsbatch.build.int8`` in
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ import torch
 
 from batchkit.loader import ServedModel, compiled_file_name, load_compiled
 from batchkit.precision import DTYPES, choose_precision, cuda_problem, native_cpu_int8
+from tsbatch.build.aoti import export_and_compile
 from tsbatch.build.gates import Batch, GateResult, Scorer, batch_independence, judge, probabilities
 from tsbatch.build.int8.candidate import Int8Plan, gate_limits, int8_timing, quantized_ops_problem
 from tsbatch.build.int8.quantize import compile_int8
@@ -111,19 +111,7 @@ def compile_package(
     dtype = DTYPES[precision]
     prepared = copy.deepcopy(model).eval().to(device=device_type, dtype=dtype)
     inputs = tuple(x.to(device_type, dtype) if x.is_floating_point() else x.to(device_type) for x in example)
-    started = time.perf_counter()
-    with torch.no_grad():
-        program = torch.export.export(prepared, inputs, dynamic_shapes=dynamic_shapes)
-    exported = time.perf_counter()
-    torch._inductor.aoti_compile_and_package(
-        program, package_path=str(path), inductor_configs={"freezing": True}
-    )
-    compiled = time.perf_counter()
-    figures = {
-        "export_seconds": round(exported - started, 1),
-        "compile_seconds": round(compiled - exported, 1),
-        "megabytes": round(path.stat().st_size / 2**20, 1),
-    }
+    figures = export_and_compile(prepared, inputs, dynamic_shapes, path)
     print(f"[export] compiled {path.name}: {figures}")
     return figures
 

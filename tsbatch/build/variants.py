@@ -70,7 +70,9 @@ def default_variant(artifact_dir: Path) -> Variant:
     config = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     packages = config.get("compiled_models", [])
     ready = int8_ready(packages, config.get("int8_speedup", 0.0))
-    precision = choose_precision(config.get("precision", "auto"), torch.device("cpu"), int8_ready=ready).precision
+    precision = choose_precision(
+        config.get("precision", "auto"), torch.device("cpu"), int8_ready=ready
+    ).precision
     compiled = compiled_file_name("cpu", precision) in packages
     runtime = config.get("runtime", "auto") if compiled else "torchscript"
     return Variant(runtime, precision)

@@ -24,6 +24,8 @@ from typing import Any
 import torch
 from torchvision.models.resnet import BasicBlock, Bottleneck
 
+from tsbatch.build.aoti import export_and_compile
+
 Batch = tuple[torch.Tensor, ...]
 
 # Names in the generated code that only quantized kernels have: oneDNN's fused int8
@@ -123,22 +125,13 @@ def compile_int8(
     else:
         quantized = static_int8(model, inputs, dynamic_shapes, calibration)
     quantize_seconds = time.perf_counter() - started
-    with torch.no_grad():
-        program = torch.export.export(quantized, inputs, dynamic_shapes=dynamic_shapes)
-        exported = time.perf_counter()
-        torch._inductor.aoti_compile_and_package(
-            program, package_path=str(path), inductor_configs={"freezing": True}
-        )
-    compiled = time.perf_counter()
+    figures = export_and_compile(quantized, inputs, dynamic_shapes, path)
     ops = quantized_op_counts(path)
-    figures = {
-        "calibration_items": sum(len(batch[0]) for batch in calibration or ()),
-        "quantize_seconds": round(quantize_seconds, 1),
-        "export_seconds": round(exported - started - quantize_seconds, 1),
-        "compile_seconds": round(compiled - exported, 1),
-        "megabytes": round(path.stat().st_size / 2**20, 1),
-        "quantized_ops": sum(ops.values()),
-    }
+    figures.update(
+        calibration_items=sum(len(batch[0]) for batch in calibration or ()),
+        quantize_seconds=round(quantize_seconds, 1),
+        quantized_ops=sum(ops.values()),
+    )
     print(f"[export] compiled {path.name}: {figures} (quantized kernels: {ops})")
     return figures
 
