@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -128,7 +129,11 @@ def package(
             "--export-path", str(manifest.model_store),
             "--force",
         ]  # fmt: skip
-        result = subprocess.run(command, capture_output=True, text=True)
+        # The archiver stages files in <TMPDIR>/<model name> and deletes it afterwards: two
+        # builds of one model at once (parallel tests, a bench beside `make archive`) would
+        # delete each other's files. A private TMPDIR keeps them apart.
+        environment = {**os.environ, "TMPDIR": workdir}
+        result = subprocess.run(command, capture_output=True, text=True, env=environment)
     if result.returncode != 0:
         raise PackageError(f"torch-model-archiver failed for {spec.name}:\n{result.stderr}{result.stdout}")
     artifacts.write_json(stamp_path, {"stamp": stamp, "settings": settings})
