@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from batchkit.config import ImageModelConfig, from_mapping
-from batchkit.loader import load_served_model
+from batchkit.loader import agreement_problem, load_served_model
 from batchkit.precision import PrecisionChoice, int8_fallback
 
 CPU = torch.device("cpu")
@@ -56,3 +56,10 @@ def test_runtime_torchscript_at_int8_falls_back_as_well(int8_model_dir, caplog) 
     model_dir, config = int8_model_dir
     served = load(model_dir, {**config["handler"], "runtime": "torchscript"})
     assert served.runtime == "torchscript" and served.precision in ("bf16", "fp32")
+
+
+def test_int8_is_checked_for_finite_answers_not_against_fp32_on_noise() -> None:
+    reference = torch.tensor([[2.0, 0.0]])
+    assert agreement_problem(reference, torch.tensor([[0.0, 2.0]]), "int8") is None  # noise: no verdict
+    assert "not finite" in (agreement_problem(reference, torch.tensor([[float("nan"), 0.0]]), "int8") or "")
+    assert "not finite" in (agreement_problem(reference, torch.zeros(1, 3), "int8") or "")
