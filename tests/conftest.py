@@ -148,6 +148,22 @@ def tiny_compiled_model_dir(tiny_image_model_dir: tuple[Path, dict], tiny_gated_
     return model_dir, config
 
 
+@pytest.fixture(scope="session")
+def tiny_int8_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny CNN (same seed) statically quantized to int8 and compiled for CPU batches of
+    up to 4 (once per session, tens of seconds)."""
+    from tsbatch.build.int8.quantize import compile_int8
+
+    torch.manual_seed(0)
+    model = TinyImageNet(len(TINY_LABELS)).eval()
+    path = tmp_path_factory.mktemp("int8") / "model.cpu-int8.pt2"
+    batch = torch.export.Dim("batch", min=1, max=4)
+    images = torch.randn(32, 3, 16, 16, generator=torch.Generator().manual_seed(5))
+    calibration = [(chunk,) for chunk in images.split(4)]
+    compile_int8(model, (images[:2],), ({0: batch},), path, calibration)
+    return path
+
+
 @pytest.fixture
 def fake_context_factory():
     def make(model_dir: Path, model_yaml_config: dict, batch_size: int = 4) -> FakeContext:

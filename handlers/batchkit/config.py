@@ -43,6 +43,9 @@ class ModelConfig:
     # The build CPU's features that compiled code may use: a CPU package runs only where
     # all of them are present (an AMX package dies of SIGILL on an AVX2-only CPU).
     compiled_cpu_flags: tuple[str, ...] = ()
+    # The int8 package's build-time speed over the fastest other gated candidate (0: none
+    # built); ``auto`` takes int8 only above batchkit.precision.INT8_MIN_SPEEDUP.
+    int8_speedup: float = 0.0
 
 
 ConfigT = TypeVar("ConfigT", bound=ModelConfig)

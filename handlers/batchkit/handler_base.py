@@ -24,7 +24,7 @@ from batchkit.binary_tensors import BINARY_CONTENT_TYPE, HEADER_LENGTH, BinaryBo
 from batchkit.config import ConfigT, from_mapping
 from batchkit.errors import RequestError, error_for_exception
 from batchkit.flatten import flatten, regroup
-from batchkit.loader import ServedModel
+from batchkit.loader import ServedModel, int8_ready
 from batchkit.metrics import BatchReport, emit
 from batchkit.precision import PrecisionChoice, choose_precision, require_cuda
 from batchkit.protocols import InputSchema, ParsedRequest, compose_response, parse_request
@@ -70,7 +70,8 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         configure_threads(self.config.torch_threads)
         self.device = select_device(properties)
         require_cuda(self.device)
-        self.precision = choose_precision(self.config.precision, self.device)
+        ready = int8_ready(self.config.compiled_models, self.config.int8_speedup)
+        self.precision = choose_precision(self.config.precision, self.device, int8_ready=ready)
         self.labels = json.loads((self.model_dir / self.config.labels_file).read_text())
         self.top_k = min(self.config.top_k, len(self.labels))
         self.load()

@@ -25,7 +25,14 @@ from typing import Any
 import torch
 
 from batchkit.config import ModelConfig
-from batchkit.precision import DTYPES, PrecisionChoice, cpu_flags
+from batchkit.precision import (
+    DTYPES,
+    INT8_MIN_SPEEDUP,
+    NATIVE_BF16_FLAGS,
+    PrecisionChoice,
+    cpu_flags,
+    int8_fallback,
+)
 from batchkit.tolerance import probabilities_disagree, tolerance
 from batchkit.worker import load_torchscript
 
@@ -37,6 +44,12 @@ INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 def compiled_file_name(device_type: str, precision: str) -> str:
     """The one name of a compiled package in an archive."""
     return f"model.{device_type}-{precision}.pt2"
+
+
+def int8_ready(compiled_models: Sequence[str], int8_speedup: float) -> bool:
+    """Whether ``auto`` may take int8: the archive's int8 package passed its gates and beat
+    the other candidates by ``INT8_MIN_SPEEDUP`` on the build machine."""
+    return compiled_file_name("cpu", "int8") in compiled_models and int8_speedup > INT8_MIN_SPEEDUP
 
 
 def candidate_name(runtime: str, device_type: str, precision: str) -> str:
@@ -211,6 +224,10 @@ def plan_candidates(
         candidates.append(Candidate(name, "aoti", precision, compiled_file_name(device_type, precision)))
     elif config.compiled_models or config.runtime == "aoti":
         skipped.append(problem)
+    if precision == "int8":
+        # int8 has no TorchScript form: the next precision down, bf16 where native.
+        precision = int8_fallback(None if flags is None else bool(flags & set(NATIVE_BF16_FLAGS)))
+        skipped.append(f"int8 has no TorchScript form: TorchScript at {precision} next")
     if precision != "fp32":
         name = candidate_name("torchscript", device_type, precision)
         if name in config.failed_gates:

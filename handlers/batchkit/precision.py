@@ -5,6 +5,11 @@ tensor cores on GPUs); elsewhere PyTorch emulates it and it is slower than fp32.
 ``auto`` asks the hardware, an explicit setting (the archive's ``precision`` or the
 ``TSBATCH_PRECISION`` environment variable, which wins) overrides it, and the choice is
 logged with its reason.
+
+int8 is a quantized ``.pt2`` package, never TorchScript. ``auto`` picks it only on a CPU
+with int8 dot products (VNNI or AMX-int8: without them oneDNN's int8 can saturate and is
+slow) and only when the archive says its package passed the build's gates and measured
+faster than the best bf16/fp32 candidate on the build machine (``int8_ready``).
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ import torch
 
 logger = logging.getLogger(__name__)
 
-PRECISIONS = ("fp32", "bf16", "fp16")
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+PRECISIONS = ("fp32", "bf16", "fp16", "int8")
+# The dtype a model's inputs are cast to; an int8 package takes fp32 and quantizes inside.
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "int8": torch.float32}
 PRECISION_ENV = "TSBATCH_PRECISION"
 REQUIRE_CUDA_ENV = "TSBATCH_REQUIRE_CUDA"
 NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
@@ -29,6 +35,9 @@ COMPILED_CODE_FLAGS = (
     "avx2", "fma", "avx512f", "avx512dq", "avx512vl", "avx512bw", "avx512_bf16", "avx512_fp16",
     "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8",
 )  # fmt: skip
+NATIVE_INT8_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni")
+# A smaller build-time lead is within run-to-run noise, and quantization is not free.
+INT8_MIN_SPEEDUP = 1.1
 
 
 class CudaRequiredError(RuntimeError):
@@ -83,6 +92,18 @@ def native_cpu_bf16(flags: set[str] | None = None) -> bool:
     return "AMX" in torch.backends.cpu.get_cpu_capability()
 
 
+def native_cpu_int8(flags: set[str] | None = None) -> bool:
+    """True when the CPU has int8 dot-product instructions (AMX-int8, AVX-512 or AVX VNNI)."""
+    flags = cpu_flags() if flags is None else flags
+    return any(flag in flags for flag in NATIVE_INT8_FLAGS)
+
+
+def int8_fallback(native_bf16: bool | None = None) -> str:
+    """What a worker at int8 computes in when it has no usable int8 package: TorchScript has
+    no int8 form, so the next precision down, bf16 where native, else fp32."""
+    return "bf16" if (native_cpu_bf16() if native_bf16 is None else native_bf16) else "fp32"
+
+
 def cuda_problem(device_index: int = 0) -> str | None:
     """Why CUDA cannot be used here, or None when a tiny op on the GPU works."""
     if not torch.cuda.is_available():
@@ -111,17 +132,28 @@ def require_cuda(device: torch.device) -> None:
 
 
 def choose_precision(
-    configured: str, device: torch.device, native_bf16: bool | None = None
+    configured: str,
+    device: torch.device,
+    native_bf16: bool | None = None,
+    int8_ready: bool = False,
+    native_int8: bool | None = None,
 ) -> PrecisionChoice:
-    """The precision this worker computes in, and why (the environment beats the archive)."""
+    """The precision this worker computes in, and why (the environment beats the archive).
+
+    ``int8_ready``: the archive's int8 package passed its gates and beat the other
+    candidates on the build machine."""
     requested = os.environ.get(PRECISION_ENV) or configured
     if requested not in (*PRECISIONS, "auto"):
         raise ValueError(f"precision must be auto or one of {PRECISIONS}, got {requested!r}")
     if device.type == "cuda":
+        if requested == "int8":
+            logger.warning("int8 asked for, but int8 packages are CPU-only: choosing as auto on %s", device)
+            requested = "auto"
         choice = _cuda_choice(requested, device)
     else:
         native = native_cpu_bf16() if native_bf16 is None else native_bf16
-        choice = _cpu_choice(requested, native)
+        vnni = native_cpu_int8() if native_int8 is None else native_int8
+        choice = _int8_choice(requested, vnni, int8_ready) or _cpu_choice(requested, native)
     logger.info("precision %s: %s", choice.precision, choice.reason)
     return choice
 
@@ -136,6 +168,24 @@ def _cuda_choice(requested: str, device: torch.device) -> PrecisionChoice:
         logger.warning("bf16 asked for, but %s has no bf16: serving fp16", device)
         return PrecisionChoice("fp16", f"bf16 set, unsupported on {device}")
     return PrecisionChoice(requested, "set explicitly")
+
+
+def _int8_choice(requested: str, native_int8: bool, int8_ready: bool) -> PrecisionChoice | None:
+    """int8 when set explicitly (warned without VNNI) or when ``auto`` may take it; None:
+    choose as without int8."""
+    if requested == "int8":
+        if native_int8:
+            return PrecisionChoice("int8", "set explicitly")
+        logger.warning(
+            "int8 set explicitly on a CPU without VNNI/AMX-int8: oneDNN int8 may saturate and run slowly"
+        )
+        return PrecisionChoice("int8", "set explicitly; this CPU has no VNNI/AMX-int8")
+    if requested == "auto" and native_int8 and int8_ready:
+        return PrecisionChoice(
+            "int8",
+            "auto: the CPU has VNNI/AMX-int8 and the int8 package passed its gates and beat bf16/fp32 at build",
+        )
+    return None
 
 
 def _cpu_choice(requested: str, native_bf16: bool) -> PrecisionChoice:

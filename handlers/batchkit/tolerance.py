@@ -12,8 +12,9 @@ import torch
 
 # Largest difference in any class probability. fp32 answers differ only by summation
 # order; bf16 and fp16 keep 8 and 11 bits of mantissa, so their rounding shows in the
-# second decimal of a probability, and they must also keep the same top-1.
-TOLERANCE = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2}
+# second decimal of a probability; int8 activations are requantized per batch shape. The
+# reduced precisions must also keep the same top-1.
+TOLERANCE = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2, "int8": 5e-2}
 
 
 def tolerance(precision: str) -> float:

@@ -9,7 +9,9 @@ the same batch settings from config.properties; only the handler differs:
   and padded to 128 tokens);
 - ``fp32-ts``: our handler pinned to fp32 TorchScript, the precision/runtime baseline
   (``ours`` serves what the archive chooses on this machine: a gated ``.pt2``, bf16 where
-  the CPU has it).
+  the CPU has it);
+- ``bf16`` and ``int8``: our handler pinned to bf16 (its package where gated) and to the
+  int8 package, each where this machine can run it (else skipped, saying why).
 
 Each is packaged as ``bert_intent.mar`` into its own temporary model store, then loaded by
 a private server on free loopback ports, for each worker x thread setting asked for. The
@@ -38,7 +40,7 @@ from tsbatch.build import artifacts
 from tsbatch.build.intent.data import read_csv_examples
 from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest
 from tsbatch.build.package import archive_settings, private_store
-from tsbatch.build.variants import BASELINE, default_variant, variant_spec
+from tsbatch.build.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.process import start_instance
 from tsbatch.client.served import worker_rss_mb
@@ -48,6 +50,7 @@ MODEL = "bert_intent"
 BASELINE_HANDLER = Path(__file__).with_name("baseline_intent_handler.py")
 REPORT_PATH = REPORTS_DIR / "bench_intent.json"
 BASELINE_ROW = "fp32-ts"  # our handler pinned to fp32 TorchScript
+PINNED = {BASELINE_ROW: BASELINE, "bf16": Variant("auto", "bf16"), "int8": Variant("aoti", "int8")}
 
 
 @dataclass
@@ -152,6 +155,20 @@ def print_table(results: list[RunResult]) -> None:
         )
 
 
+def runnable_rows(names: list[str], spec: ModelSpec) -> list[str]:
+    """The asked-for rows this machine can run; a pinned variant it cannot is skipped, saying why."""
+    runnable, skipped = machine_variants(spec.artifact_dir)
+    kept = []
+    for name in names:
+        variant = PINNED.get(name)
+        if variant is None or variant == BASELINE or any(v.precision == variant.precision for v in runnable):
+            kept.append(name)
+        else:
+            reasons = [reason for reason in skipped if reason.split(":")[0].endswith(variant.precision)]
+            print(f"[bench] {name} skipped: {'; '.join(reasons) or 'not runnable here'}")
+    return kept
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -164,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--duration", type=float, default=20.0, help="measured seconds per run")
     parser.add_argument("--warmup", type=float, default=5.0, help="unmeasured seconds first")
-    parser.add_argument("--handlers", default="ours,fp32-ts,usual", help="which to run: ours,fp32-ts,usual")
+    parser.add_argument(
+        "--handlers", default="ours,fp32-ts,int8,usual", help="which to run: ours,fp32-ts,bf16,int8,usual"
+    )
     parser.add_argument("--report", type=Path, default=REPORT_PATH)
     args = parser.parse_args(argv)
     manifest = load_manifest(args.manifest)
@@ -181,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         f"[bench] {len(texts)} test utterances, {statistics.mean(len(t.split()) for t in texts):.1f} words on average; "
         f"{args.clients} clients, {args.warmup:.0f}s warm-up + {args.duration:.0f}s measured per run"
     )
-    handlers = {"ours": spec.handler, BASELINE_ROW: spec.handler, "usual": BASELINE_HANDLER}
-    chosen = [name.strip() for name in args.handlers.split(",") if name.strip()]
+    handlers = {"ours": spec.handler, **{name: spec.handler for name in PINNED}, "usual": BASELINE_HANDLER}
+    chosen = runnable_rows([name.strip() for name in args.handlers.split(",") if name.strip()], spec)
     results: list[RunResult] = []
     base_settings = archive_settings(args.properties, MODEL)
     with tempfile.TemporaryDirectory(prefix="bench-intent-") as temp:
@@ -196,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             }
             for name in chosen:
                 root = Path(temp) / f"{name}-{workers}x{threads}"
-                served = variant_spec(spec, Path(temp), BASELINE) if name == BASELINE_ROW else spec
+                served = variant_spec(spec, Path(temp), PINNED[name]) if name in PINNED else spec
                 properties, store = archive_for(
                     served, manifest, handlers[name], root, args.properties, workers, threads
                 )

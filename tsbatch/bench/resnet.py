@@ -177,6 +177,16 @@ def speedup_line(served: dict[Variant, float], default: Variant) -> str:
     return f"speedup vs fp32 TorchScript served: {served[default] / served[BASELINE]:.2f}x ({default.label})"
 
 
+def int8_line(served: dict[Variant, float]) -> str | None:
+    """The int8 row's served throughput over fp32 TorchScript's and the best bf16 row's."""
+    int8 = served.get(Variant("aoti", "int8"))
+    if not int8 or not served.get(BASELINE):
+        return None
+    bf16 = max((rps for variant, rps in served.items() if variant.precision == "bf16"), default=0.0)
+    versus_bf16 = f", {int8 / bf16:.2f}x the best bf16 row" if bf16 else ""
+    return f"int8 served: {int8 / served[BASELINE]:.2f}x fp32 TorchScript served{versus_bf16}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -239,4 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     for shape, default in defaults.items():
         served = {row["variant"]: row["served_rps"] for row in rows if row["shape"] == shape}
         print(f"{shape}: {speedup_line(served, default)}")
+        line = int8_line(served)
+        if line:
+            print(f"{shape}: {line}")
     return 1 if any(row["errors"] or not row["completed"] for row in rows) else 0

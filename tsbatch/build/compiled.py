@@ -6,13 +6,13 @@ a ``.pt2`` for one device and precision. Compiling takes tens of seconds and the
 runs only on the kind of machine it was built on, so the build compiles only what the
 build host itself would serve (``targets: host``): fp32 on a CPU without native bf16, bf16
 on one with it, and the GPU's choice where CUDA works. A CUDA package is built on a GPU
-host (``scripts/gpu_check.sh`` or ``python -m scripts.build`` there).
+host (``scripts/gpu_check.sh`` or ``python -m scripts.build`` there). On a CPU with VNNI or
+AMX-int8 the host also gets ``cpu-int8``, quantized by ``tsbatch.build.int8`` instead.
 """
 
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +21,21 @@ from typing import Any
 import torch
 
 from batchkit.loader import ServedModel, candidate_name, compiled_file_name, load_compiled
-from batchkit.precision import DTYPES, choose_precision, compiled_code_flags, cpu_model_name, cuda_problem
+from batchkit.precision import (
+    DTYPES,
+    choose_precision,
+    compiled_code_flags,
+    cpu_model_name,
+    cuda_problem,
+    native_cpu_int8,
+)
 from batchkit.worker import optimize_for_serving
+from tsbatch.build.aoti import export_and_compile
 from tsbatch.build.gates import Batch, GateResult, Scorer, batch_independence, judge, probabilities
+from tsbatch.build.int8.candidate import Int8Plan, gate_limits, int8_timing, quantized_ops_problem
+from tsbatch.build.int8.quantize import compile_int8
 from tsbatch.build.schema import Compile
+from tsbatch.build.timing import batch_ms
 
 # At fp32, ``auto`` serves a package only when the build timed it this much faster than
 # TorchScript as a worker serves it: a smaller lead is within run-to-run noise, and
@@ -69,6 +80,7 @@ class GateOutcome:
     compile_figures: dict[str, dict[str, Any]] = field(default_factory=dict)
     check_outputs: dict[str, list[list[float]]] = field(default_factory=dict)
     auto_runtime: dict[str, str] = field(default_factory=dict)
+    int8: dict[str, Any] = field(default_factory=dict)  # calibration, build-time timing
 
     @property
     def failed(self) -> list[str]:
@@ -87,6 +99,7 @@ class GateOutcome:
             "check_outputs": self.servable_check_outputs(),
             "auto_runtime": self.auto_runtime,
             "compiled_cpu_flags": compiled_code_flags() if self.compiled_models else [],
+            "int8_speedup": float(self.int8.get("timing", {}).get("speedup", 0.0)),
         }
 
     def build_info(self) -> dict[str, Any]:
@@ -97,7 +110,7 @@ class GateOutcome:
             gates.setdefault(result.candidate, {}).update(
                 {**result.figures, "passed": result.passed, "failures": result.failures}
             )
-        return {"gates": gates, "compiled": self.compile_figures}
+        return {"gates": gates, "compiled": self.compile_figures, "int8": self.int8}
 
 
 def host_targets() -> list[str]:
@@ -105,6 +118,8 @@ def host_targets() -> list[str]:
     targets = [f"cpu-{choose_precision('auto', torch.device('cpu')).precision}"]
     if cuda_problem() is None:
         targets.append(f"cuda-{choose_precision('auto', torch.device('cuda')).precision}")
+    if native_cpu_int8() and "cpu-int8" not in targets:
+        targets.append("cpu-int8")
     return targets
 
 
@@ -113,7 +128,9 @@ def compile_settings(section: Compile) -> CompileSettings:
     serves: emulated bf16 gates cost minutes on a large input, so they run only when asked."""
     precisions: Sequence[str] = section.torchscript_precisions
     if precisions == "host":
-        precisions = [target.split("-")[1] for target in host_targets() if not target.endswith("-fp32")]
+        precisions = [
+            target.split("-")[1] for target in host_targets() if target.endswith(("-bf16", "-fp16"))
+        ]
         if cuda_problem() is None:
             precisions.append("fp16")  # what a GPU without bf16, or a user's pin, serves
     return CompileSettings(
@@ -136,19 +153,7 @@ def compile_package(
     dtype = DTYPES[precision]
     prepared = copy.deepcopy(model).eval().to(device=device_type, dtype=dtype)
     inputs = tuple(x.to(device_type, dtype) if x.is_floating_point() else x.to(device_type) for x in example)
-    started = time.perf_counter()
-    with torch.no_grad():
-        program = torch.export.export(prepared, inputs, dynamic_shapes=dynamic_shapes)
-    exported = time.perf_counter()
-    torch._inductor.aoti_compile_and_package(
-        program, package_path=str(path), inductor_configs={"freezing": True}
-    )
-    compiled = time.perf_counter()
-    figures = {
-        "export_seconds": round(exported - started, 1),
-        "compile_seconds": round(compiled - exported, 1),
-        "megabytes": round(path.stat().st_size / 2**20, 1),
-    }
+    figures = export_and_compile(prepared, inputs, dynamic_shapes, path)
     print(f"[export] compiled {path.name}: {figures}")
     return figures
 
@@ -158,18 +163,6 @@ def check_record(forward: Callable[..., torch.Tensor], check: Batch) -> list[lis
     with torch.inference_mode():
         probs = torch.softmax(forward(*check).float(), dim=-1).cpu()
     return [[round(float(value), 7) for value in row] for row in probs]
-
-
-def batch_ms(forward: Callable[..., torch.Tensor], batch: Batch, runs: int = 5) -> float:
-    """Best time of ``runs`` calls after two warm-up calls (TorchScript profiles on those)."""
-    times = []
-    with torch.inference_mode():
-        for run in range(runs + 2):
-            started = time.perf_counter()
-            forward(*batch)
-            if run >= 2:
-                times.append(1000 * (time.perf_counter() - started))
-    return min(times)
 
 
 def time_runtimes(compiled: ServedModel, torchscript: ServedModel, batch: Batch) -> dict[str, Any]:
@@ -202,12 +195,14 @@ def build_and_gate(
     out: Path,
     settings: CompileSettings,
     data: GateData,
+    int8: Int8Plan | None = None,
 ) -> GateOutcome:
     """Compile the targets into ``out`` and gate them and the reduced-precision TorchScript
     candidates against fp32 TorchScript on held-out batches; drop the packages that fail.
 
     Every candidate's outputs on the check inputs are recorded (the worker's load check),
-    and each fp32 package is timed against TorchScript (the worker's ``auto`` runtime)."""
+    and each fp32 package is timed against TorchScript (the worker's ``auto`` runtime).
+    ``int8`` says how a ``cpu-int8`` target is quantized (default: dynamic linear layers)."""
     for stale in out.glob("model.*.pt2"):
         stale.unlink()
     outcome = GateOutcome(settings.max_batch_size, settings.enforce_gates)
@@ -225,9 +220,13 @@ def build_and_gate(
     for target in settings.targets if eager is not None else ():
         device_type, precision = target.split("-")
         path = out / compiled_file_name(device_type, precision)
-        outcome.compile_figures[target] = compile_package(
-            eager, full_batch, data.dynamic_shapes, target, path
-        )
+        if precision == "int8":
+            plan = int8 or Int8Plan()
+            outcome.int8["calibration"] = plan.source
+            figures = compile_int8(eager, full_batch, data.dynamic_shapes, path, plan.calibration)
+        else:
+            figures = compile_package(eager, full_batch, data.dynamic_shapes, target, path)
+        outcome.compile_figures[target] = figures
         compiled = load_compiled(path, torch.device(device_type), precision)
         candidates.append((candidate_name("aoti", device_type, precision), compiled))
     for name, served in candidates:
@@ -245,7 +244,11 @@ def build_and_gate(
             probabilities(forward, data.batches),
             data.score,
             batch_independence(forward, full_batch, singles),
+            **gate_limits(served.precision),
         )
+        if served.precision == "int8":
+            problem = quantized_ops_problem(outcome.compile_figures[name.removeprefix("aoti-")])
+            result.failures.extend([problem] if problem else [])
         print(f"[export] gate {result.summary()}")
         outcome.results.append(result)
         outcome.check_outputs[name] = check_record(forward, data.check)
@@ -262,4 +265,7 @@ def build_and_gate(
                 outcome.auto_runtime[f"{device}-fp32"] = timing["auto_runtime"]
         else:
             (out / served.source).unlink()
+    if compiled_file_name("cpu", "int8") in outcome.compiled_models:
+        passed = {result.candidate for result in outcome.results if result.passed}
+        outcome.int8["timing"] = int8_timing(candidates, passed, torchscript, full_batch)
     return outcome

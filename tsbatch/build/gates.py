@@ -8,7 +8,7 @@ precision's tolerance (``batchkit.tolerance``, the table the worker and the test
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -73,23 +73,26 @@ def judge(
     candidate_probs: torch.Tensor,
     score: Scorer | None,
     independence: tuple[float, bool],
+    points: Mapping[str, float] | None = None,
+    min_agreement: float = MIN_AGREEMENT,
 ) -> GateResult:
-    """Compare a candidate's probabilities with fp32 TorchScript's on the same items."""
+    """Compare a candidate's probabilities with fp32 TorchScript's on the same items
+    (``points``: a figure's allowed drop, default ``ACCURACY_POINTS``; int8 sets both)."""
     result = GateResult(candidate, precision)
     if score is not None:
         expected, actual = score(reference), score(candidate_probs)
         for name, value in actual.items():
             result.figures[name] = value
             drop = 100 * abs(value - expected[name])
-            if drop > ACCURACY_POINTS:
+            if drop > (points or {}).get(name, ACCURACY_POINTS):
                 result.failures.append(
                     f"{name} {value:.4f} is {drop:.2f} points from fp32 {expected[name]:.4f}"
                 )
     agreement = float((reference.argmax(-1) == candidate_probs.argmax(-1)).float().mean())
     result.figures["top1_agreement"] = agreement
     result.figures["max_probability_diff"] = float((reference - candidate_probs).abs().max())
-    if agreement < MIN_AGREEMENT:
-        result.failures.append(f"top-1 agreement {agreement:.4f} below {MIN_AGREEMENT}")
+    if agreement < min_agreement:
+        result.failures.append(f"top-1 agreement {agreement:.4f} below {min_agreement}")
     difference, same_top1 = independence
     result.figures["batch_vs_alone_max_diff"] = difference
     if not difference <= tolerance(precision):

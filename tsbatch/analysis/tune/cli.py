@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--variant",
         type=parse_variant,
-        help="RUNTIME-PRECISION to serve at every point, e.g. torchscript-fp32 or aoti-fp32 "
+        help="RUNTIME-PRECISION to serve at every point, e.g. torchscript-fp32, aoti-fp32 or aoti-int8 "
         "(default: what the archive chooses on this machine)",
     )
     return parser
@@ -105,6 +105,8 @@ def parse_variant(text: str) -> Variant:
     runtime, _, precision = text.partition("-")
     if runtime not in ("torchscript", "aoti") or precision not in PRECISIONS:
         raise argparse.ArgumentTypeError(f"expected torchscript|aoti-{'|'.join(PRECISIONS)}, got {text!r}")
+    if precision == "int8" and runtime != "aoti":
+        raise argparse.ArgumentTypeError("int8 exists only as a compiled package: use aoti-int8")
     return Variant(runtime, precision)
 
 

@@ -96,6 +96,7 @@ def train_on_digits(architecture: str, options: Digits) -> ResolvedWeights:
             "seconds": round(time.perf_counter() - started, 1),
         },
         held_out=(test_tensor, torch.as_tensor(test_y)),
+        calibration=tensors(train_images, augmented=False),
     )
 
 

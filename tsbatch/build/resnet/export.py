@@ -24,6 +24,8 @@ from batchkit.worker import optimize_for_serving
 from tsbatch.build import artifacts
 from tsbatch.build.compiled import GateData, GateOutcome, build_and_gate, compile_settings
 from tsbatch.build.gates import Batch, Scorer, top1_accuracy
+from tsbatch.build.int8.calibration import calibration_batches
+from tsbatch.build.int8.candidate import Int8Plan
 from tsbatch.build.manifest import ManifestError, ModelSpec, load_manifest
 from tsbatch.build.resnet.digits import train_on_digits
 from tsbatch.build.resnet.weights import (
@@ -120,7 +122,11 @@ def compile_and_gate(
         dynamic_shapes=({0: batch},),
         optimize=spec.image.optimize,
     )
-    return build_and_gate(eager, scripted, spec.artifact_dir, settings, data)
+    int8 = None
+    if any(target.endswith("-int8") for target in settings.targets):
+        calibration, source = calibration_batches(resolved, spec.image.compile.calibration)
+        int8 = Int8Plan(calibration, f"static, calibrated on {source}")
+    return build_and_gate(eager, scripted, spec.artifact_dir, settings, data, int8=int8)
 
 
 def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path | None = None) -> Path:

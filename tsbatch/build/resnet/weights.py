@@ -43,6 +43,9 @@ class ResolvedWeights:
     details: dict[str, Any]
     # Held-out (images, targets) the precision gates score on; None: no labelled data here.
     held_out: tuple[torch.Tensor, torch.Tensor] | None = None
+    # Training images (preprocessed, not augmented) static int8 is calibrated on; None:
+    # the build calibrates on the user's folder or says it has nothing better than noise.
+    calibration: torch.Tensor | None = None
 
 
 def build_architecture(architecture: str, num_classes: int) -> torch.nn.Module:

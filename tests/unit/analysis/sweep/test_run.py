@@ -44,7 +44,7 @@ def test_reduced_precisions_are_skipped_on_the_cpu_with_a_note() -> None:
         [],
     )
     with pytest.raises(ValueError):
-        precision_plan(["int8"], CPU, cpu_bf16=False)
+        precision_plan(["int4"], CPU, cpu_bf16=False)
 
 
 def test_bf16_autocast_runs_on_the_cpu_when_asked_and_drift_against_fp32_is_recorded(

@@ -18,3 +18,9 @@ def test_variant_is_runtime_dash_precision() -> None:
     assert build_parser().parse_args([]).variant is None
     with pytest.raises(argparse.ArgumentTypeError, match="expected torchscript"):
         parse_variant("onnx-fp32")
+
+
+def test_int8_is_a_candidate_only_as_its_package() -> None:
+    assert parse_variant("aoti-int8") == Variant("aoti", "int8")
+    with pytest.raises(argparse.ArgumentTypeError, match="use aoti-int8"):
+        parse_variant("torchscript-int8")
