@@ -22,6 +22,7 @@ from batchkit.loader import (
     missing_cpu_flags,
     package_mismatch,
     plan_candidates,
+    worker_precision,
 )
 from batchkit.precision import choose_precision, cpu_flags, cpu_model_name, cuda_problem
 from tsbatch.build import artifacts
@@ -81,7 +82,7 @@ def model_lines(name: str, kind: str, artifact_dir: Path, batch_size: int) -> li
     if not config_path.exists():
         return [f"  {name}: not built (make archive)"]
     config = from_mapping(CONFIG_TYPES[kind], {**artifacts.read_json(config_path), "torch_threads": 1})
-    choice = choose_precision(config.precision, torch.device("cpu"))
+    choice = worker_precision(config, torch.device("cpu"))
     candidates, skipped = plan_candidates(config, artifact_dir, "cpu", choice.precision, batch_size)
     lines = [f"  {name}: precision {choice.precision} ({choice.reason})"]
     lines.append("    tries " + ", then ".join(candidate.name for candidate in candidates))

@@ -30,6 +30,7 @@ from batchkit.precision import (
     INT8_MIN_SPEEDUP,
     NATIVE_BF16_FLAGS,
     PrecisionChoice,
+    choose_precision,
     cpu_flags,
     int8_fallback,
 )
@@ -50,6 +51,14 @@ def int8_ready(compiled_models: Sequence[str], int8_speedup: float) -> bool:
     """Whether ``auto`` may take int8: the archive's int8 package passed its gates and beat
     the other candidates by ``INT8_MIN_SPEEDUP`` on the build machine."""
     return compiled_file_name("cpu", "int8") in compiled_models and int8_speedup > INT8_MIN_SPEEDUP
+
+
+def worker_precision(config: ModelConfig, device: torch.device) -> PrecisionChoice:
+    """The precision a worker of this archive computes in on ``device``: the one rule the
+    handler, ``make doctor`` and the tests share (int8 only where the build gated it and
+    timed it faster)."""
+    ready = int8_ready(config.compiled_models, config.int8_speedup)
+    return choose_precision(config.precision, device, int8_ready=ready)
 
 
 def candidate_name(runtime: str, device_type: str, precision: str) -> str:

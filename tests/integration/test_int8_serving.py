@@ -13,10 +13,10 @@ import pytest
 import torch
 from PIL import Image
 
-from batchkit.images import decode_for_model
+from batchkit.images import check_images, decode_for_model
 from tests.conftest import TINY_LABELS, TinyImageNet, tiny_image_handler
 from tsbatch.build import artifacts
-from tsbatch.build.compiled import CompileSettings, build_and_gate
+from tsbatch.build.compiled import CompileSettings, GateData, build_and_gate
 from tsbatch.build.gates import top1_accuracy
 from tsbatch.build.int8.candidate import Int8Plan
 from tsbatch.build.manifest import Manifest, load_manifest
@@ -52,10 +52,10 @@ def int8_archive(tmp_path_factory):
     settings = CompileSettings(targets=("cpu-int8",), max_batch_size=8, torchscript_precisions=())
     plan = Int8Plan([(images[16:],)], "static, calibrated on 32 seeded images")
     batch = torch.export.Dim("batch", min=1, max=8)
-    gates = build_and_gate(
-        model, scripted, out, settings, [(images[:8],), (images[8:16],)], top1_accuracy(targets),
-        ({0: batch},), int8=plan,
-    )  # fmt: skip
+    data = GateData(
+        [(images[:8],), (images[8:16],)], top1_accuracy(targets), (check_images(16),), ({0: batch},)
+    )
+    gates = build_and_gate(model, scripted, out, settings, data, int8=plan)
     assert gates.compiled_models == ["model.cpu-int8.pt2"], [r.summary() for r in gates.results]
     scripted.save(str(out / artifacts.MODEL_FILE))
     (out / artifacts.LABELS_FILE).write_text(json.dumps(TINY_LABELS))

@@ -46,7 +46,7 @@ def test_make_serve_says_what_it_serves_and_its_calls_work(tmp_path: Path, model
         assert serve_start(run_dir, properties, 240, manifest) == 0
         output = capsys.readouterr().out
         for model in MODELS:
-            line = re.search(rf"^  {model}: (aoti|torchscript) (fp32|bf16|fp16) from (\S+) \(cold load ([\d.]+)s; "
+            line = re.search(rf"^  {model}: (aoti|torchscript) (fp32|bf16|fp16|int8) from (\S+) \(cold load ([\d.]+)s; "
                              r"worker RSS (\d+) MiB\)$", output, re.M)  # fmt: skip
             assert line, output
             assert int(line.group(5)) > 100
