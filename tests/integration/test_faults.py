@@ -158,7 +158,7 @@ def faulty_store(directory: Path, max_batch_delay_ms: int) -> tuple[Path, Path]:
     shutil.copy(REPO_ROOT / "metrics.yaml", directory / "metrics.yaml")
     update_model_settings(properties, MODEL, {"maxBatchDelay": max_batch_delay_ms})
     store = directory / "model-store"
-    faulty = dataclasses.replace(spec, handler=handler, build_dir=directory / "build")
+    faulty = dataclasses.replace(spec.with_settings(handler=str(handler)), build_dir=directory / "build")
     package(
         faulty,
         Manifest(models={MODEL: faulty}, build_dir=faulty.build_dir, model_store=store),

@@ -32,7 +32,7 @@ import json
 import statistics
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,7 @@ def archive_for(
 ) -> tuple[Path, Path]:
     """A private config.properties and model store whose bert_intent.mar uses ``handler``."""
     variant = Manifest(
-        models={MODEL: replace(spec, handler=handler)},
+        models={MODEL: spec.with_settings(handler=str(handler))},
         build_dir=manifest.build_dir,
         model_store=manifest.model_store,
     )
