@@ -8,12 +8,13 @@ import torch
 
 from batchkit.config import ImageModelConfig
 from batchkit.handler_base import BatchHandler
-from batchkit.images import IMAGE_INPUTS, check_images, decode_for_model
+from batchkit.images import IMAGE_INPUTS, check_images, decode_pixels, model_batch
 from batchkit.loader import load_served_model
 
 
 class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
-    """Decode and validate each image alone, classify the valid ones in one forward pass."""
+    """Decode and validate each image alone to uint8 pixels; normalize and classify the
+    valid ones in one forward pass."""
 
     config_type = ImageModelConfig
     input_schema = IMAGE_INPUTS
@@ -32,18 +33,16 @@ class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
 
     def decode(self, body: Any) -> torch.Tensor:
         config = self.config
-        return decode_for_model(
+        return decode_pixels(
             body,
             resize_size=config.resize_size,
             crop_size=config.crop_size,
-            mean=config.mean,
-            std=config.std,
             max_image_pixels=config.max_image_pixels,
             max_body_bytes=config.max_body_bytes,
         )
 
     def infer(self, items: list[torch.Tensor]) -> list[tuple[list[float], list[int]]]:
-        batch = torch.stack(items).to(self.device, non_blocking=True)
+        batch = model_batch(items, self.config.mean, self.config.std, self.device)
         probabilities = torch.softmax(self.model(batch).float(), dim=1)
         values, indices = probabilities.topk(self.top_k, dim=1)
         return list(zip(values.cpu().tolist(), indices.cpu().tolist(), strict=True))
@@ -60,4 +59,4 @@ class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
 
     def warmup_items(self, count: int) -> list[torch.Tensor]:
         size = self.config.crop_size
-        return [torch.zeros(3, size, size) for _ in range(count)]
+        return [torch.zeros(3, size, size, dtype=torch.uint8) for _ in range(count)]

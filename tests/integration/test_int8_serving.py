@@ -13,7 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
-from batchkit.images import check_images, decode_for_model
+from batchkit.images import check_images, decode_pixels, model_batch
 from tests.conftest import TINY_LABELS, TinyImageNet, tiny_image_handler
 from tsbatch.build import artifacts
 from tsbatch.build.compiled import CompileSettings, GateData, build_and_gate
@@ -84,8 +84,9 @@ def test_the_forced_int8_package_serves_and_answers_as_in_process(
     assert [r.status_code for r in responses] == [200] * len(bodies), [r.text for r in responses]
 
     package = torch._inductor.aoti_load_package(str(out / "model.cpu-int8.pt2"))
-    fields = ("resize_size", "crop_size", "mean", "std", "max_image_pixels", "max_body_bytes")
-    inputs = torch.stack([decode_for_model(body, **{k: handler[k] for k in fields}) for body in bodies])
+    fields = ("resize_size", "crop_size", "max_image_pixels", "max_body_bytes")
+    pixels = [decode_pixels(body, **{k: handler[k] for k in fields}) for body in bodies]
+    inputs = model_batch(pixels, handler["mean"], handler["std"], torch.device("cpu"))
     with torch.inference_mode():
         expected = torch.softmax(package(inputs), -1)
     for response, probabilities in zip(responses, expected, strict=True):

@@ -30,7 +30,7 @@ import torch
 import torchvision
 
 from batchkit.config import ImageModelConfig, from_mapping
-from batchkit.images import check_images, decode_for_model
+from batchkit.images import check_images, decode_pixels, model_batch
 from batchkit.loader import load_served_model
 from batchkit.precision import PrecisionChoice
 from tsbatch.build import artifacts
@@ -91,17 +91,22 @@ def in_process(spec: ModelSpec, variant: Variant, batch_size: int, threads: int,
         raise RuntimeError(f"{variant.label} did not load here (got {model.runtime} {model.precision})")
     payloads = payload_images(64, "imagenet" if config.crop_size > 64 else "archive")
 
-    decoding = ("resize_size", "crop_size", "mean", "std", "max_image_pixels", "max_body_bytes")
-    decode = functools.partial(decode_for_model, **{name: getattr(config, name) for name in decoding})
+    decoding = ("resize_size", "crop_size", "max_image_pixels", "max_body_bytes")
+    decode = functools.partial(decode_pixels, **{name: getattr(config, name) for name in decoding})
+    cpu = torch.device("cpu")
+
+    def decoded_batch(start: int) -> torch.Tensor:
+        bodies = [payloads[(start + i) % len(payloads)] for i in range(batch_size)]
+        return model_batch([decode(body) for body in bodies], config.mean, config.std, cpu)
 
     preprocess_s = model_s = 0.0
     count = 0
     with torch.inference_mode():
         for _ in range(3):
-            model(torch.stack([decode(body) for body in payloads[:batch_size]]))
+            model(decoded_batch(0))
         while preprocess_s + model_s < duration_s:
             started = time.perf_counter()
-            batch = torch.stack([decode(payloads[(count + i) % len(payloads)]) for i in range(batch_size)])
+            batch = decoded_batch(count)
             decoded = time.perf_counter()
             model(batch)
             preprocess_s += decoded - started

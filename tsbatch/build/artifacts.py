@@ -11,6 +11,7 @@ MODEL_FILE = "model.pt"
 LABELS_FILE = "labels.json"
 HANDLER_CONFIG_FILE = "handler_config.json"
 BUILD_INFO_FILE = "build_info.json"
+REPORT_MARKDOWN = "report.md"  # the build report: the intent model's training, both models' gates
 
 
 def write_json(path: Path, value: Any) -> None:

@@ -81,6 +81,7 @@ class GateOutcome:
     check_outputs: dict[str, list[list[float]]] = field(default_factory=dict)
     auto_runtime: dict[str, str] = field(default_factory=dict)
     int8: dict[str, Any] = field(default_factory=dict)  # calibration, build-time timing
+    reference_figures: dict[str, float] = field(default_factory=dict)  # fp32 TorchScript's scores
 
     @property
     def failed(self) -> list[str]:
@@ -207,6 +208,7 @@ def build_and_gate(
         stale.unlink()
     outcome = GateOutcome(settings.max_batch_size, settings.enforce_gates)
     reference = probabilities(torchscript, data.batches)
+    outcome.reference_figures = data.score(reference) if data.score else {}
     full_batch = data.batches[0]
     singles = data.singles
     if singles is None:
@@ -245,6 +247,7 @@ def build_and_gate(
             data.score,
             batch_independence(forward, full_batch, singles),
             **gate_limits(served.precision),
+            expected=outcome.reference_figures,
         )
         if served.precision == "int8":
             problem = quantized_ops_problem(outcome.compile_figures[name.removeprefix("aoti-")])

@@ -75,12 +75,15 @@ def judge(
     independence: tuple[float, bool],
     points: Mapping[str, float] | None = None,
     min_agreement: float = MIN_AGREEMENT,
+    expected: Mapping[str, float] | None = None,
 ) -> GateResult:
     """Compare a candidate's probabilities with fp32 TorchScript's on the same items
-    (``points``: a figure's allowed drop, default ``ACCURACY_POINTS``; int8 sets both)."""
+    (``points``: a figure's allowed drop, default ``ACCURACY_POINTS``; int8 sets both;
+    ``expected``: fp32's scores when the caller has them, else scored here)."""
     result = GateResult(candidate, precision)
     if score is not None:
-        expected, actual = score(reference), score(candidate_probs)
+        expected = expected if expected is not None else score(reference)
+        actual = score(candidate_probs)
         for name, value in actual.items():
             result.figures[name] = value
             drop = 100 * abs(value - expected[name])

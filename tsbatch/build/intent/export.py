@@ -26,6 +26,7 @@ from batchkit.config import TextModelConfig, to_mapping
 from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.build import artifacts
 from tsbatch.build.compiled import GateOutcome
+from tsbatch.build.gate_report import write_gates_section
 from tsbatch.build.intent.cli import run_command
 from tsbatch.build.intent.data import TrainingError
 from tsbatch.build.intent.gating import compile_and_gate
@@ -207,10 +208,11 @@ def export(spec: ModelSpec, settings: TextModel | None = None, out: Path | None 
         served,
         trained.tokenizer_dir,
         trained.labels,
-        data.test,
+        {"test": data.test, **({"blind": data.blind} if data.blind else {})},
         report["oos_threshold"],
         oos_label,
     )
+    write_gates_section(out, gates, spec.name)
     artifacts.write_json(out / artifacts.LABELS_FILE, trained.labels)
     artifacts.write_json(
         out / artifacts.HANDLER_CONFIG_FILE,

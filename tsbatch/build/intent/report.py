@@ -26,7 +26,6 @@ from tsbatch.build.manifest import ModelSpec
 from tsbatch.build.schema import OOS_LABEL, TextModel
 
 REPORT_JSON = "report.json"
-REPORT_MARKDOWN = "report.md"
 
 
 def _split_table(report: dict[str, Any], names: list[str]) -> list[str]:
@@ -127,13 +126,13 @@ def render_markdown(report: dict[str, Any], max_cases: int = 3, max_pairs: int =
 
 def write_report(report: dict[str, Any], out_dir: Path) -> Path:
     artifacts.write_json(out_dir / REPORT_JSON, report)
-    path = out_dir / REPORT_MARKDOWN
+    path = out_dir / artifacts.REPORT_MARKDOWN
     path.write_text(render_markdown(report))
     return path
 
 
 def print_report(out_dir: Path) -> None:
-    path = out_dir / REPORT_MARKDOWN
+    path = out_dir / artifacts.REPORT_MARKDOWN
     if path.exists():
         print(path.read_text(), flush=True)
 

@@ -23,6 +23,7 @@ from batchkit.images import check_images
 from batchkit.worker import optimize_for_serving
 from tsbatch.build import artifacts
 from tsbatch.build.compiled import GateData, GateOutcome, build_and_gate, compile_settings
+from tsbatch.build.gate_report import write_gates_section
 from tsbatch.build.gates import Batch, Scorer, top1_accuracy
 from tsbatch.build.int8.calibration import calibration_batches
 from tsbatch.build.int8.candidate import Int8Plan
@@ -147,6 +148,7 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
     out = spec.artifact_dir
     out.mkdir(parents=True, exist_ok=True)
     gates = compile_and_gate(resolved, scripted, spec)
+    write_gates_section(out, gates, spec.name)
     scripted.save(str(out / artifacts.MODEL_FILE))
     artifacts.write_json(out / artifacts.LABELS_FILE, resolved.labels)
     handler_config = {

@@ -1,4 +1,5 @@
-"""Image decoding is defensive and preprocessing equals torchvision's reference transform."""
+"""Image decoding is defensive and preprocessing is torchvision's reference transform
+(to within one grey level where it resamples straight into the crop)."""
 
 from __future__ import annotations
 
@@ -11,25 +12,38 @@ import pytest
 import torch
 import torchvision
 from PIL import Image
+from torchvision.transforms import functional as tv_functional
 
 from batchkit.errors import InvalidImage, PayloadTooLarge
-from batchkit.images import decode_for_model, image_bytes, open_image, preprocess, to_rgb
+from batchkit.images import (
+    crop_pixels,
+    decode_pixels,
+    image_bytes,
+    model_batch,
+    normalize_pixels,
+    open_image,
+    preprocess,
+    to_rgb,
+)
 from tests.conftest import image_bytes as make_image
 from tests.fakes import bomb_png
 
-IMAGENET = dict(resize_size=256, crop_size=224, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
+IMAGENET = dict(resize_size=256, crop_size=224)
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+# One grey level after normalization: what resampling straight into the crop may differ by.
+ONE_GREY_LEVEL = 1 / (255 * min(STD)) + 1e-6
 
 
 def decode(body: object, **overrides: object) -> torch.Tensor:
     options = dict(IMAGENET, max_image_pixels=50_000_000, max_body_bytes=10_000_000)
     options.update(overrides)
-    return decode_for_model(body, **options)
+    return decode_pixels(body, **options)
 
 
 @pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP", "BMP", "GIF", "TIFF"])
 def test_every_supported_format_decodes_to_the_model_shape(fmt: str) -> None:
     tensor = decode(make_image(fmt, size=(300, 200)))
-    assert tensor.shape == (3, 224, 224) and tensor.dtype == torch.float32
+    assert tensor.shape == (3, 224, 224) and tensor.dtype == torch.uint8
 
 
 @pytest.mark.parametrize(
@@ -147,11 +161,15 @@ def test_oversized_body_is_refused_with_413() -> None:
         image_bytes(b"x" * 101, max_body_bytes=100)
 
 
-@pytest.mark.parametrize("size", [(500, 375), (224, 224), (97, 301), (1024, 50)])
-def test_preprocessing_equals_torchvision_reference_transforms(size: tuple[int, int]) -> None:
-    reference = torchvision.models.ResNet18_Weights.IMAGENET1K_V1.transforms()
+def random_picture(size: tuple[int, int]) -> Image.Image:
     rng = np.random.default_rng(sum(size))
-    image = Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
+    return Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
+
+
+@pytest.mark.parametrize("size", [(500, 375), (224, 224), (97, 301), (1024, 50), (639, 257), (257, 256)])
+def test_preprocessing_is_torchvisions_reference_transform_to_one_grey_level(size: tuple[int, int]) -> None:
+    reference = torchvision.models.ResNet18_Weights.IMAGENET1K_V1.transforms()
+    image = random_picture(size)
     ours = preprocess(
         image,
         int(reference.resize_size[0]),
@@ -159,4 +177,33 @@ def test_preprocessing_equals_torchvision_reference_transforms(size: tuple[int, 
         tuple(reference.mean),
         tuple(reference.std),
     )
-    assert torch.allclose(ours, reference(image), atol=1e-6)
+    expected = reference(image)
+    assert ours.shape == expected.shape
+    assert float((ours - expected).abs().max()) <= ONE_GREY_LEVEL
+
+
+@pytest.mark.parametrize("size", [(256, 300), (400, 256), (32, 32)])
+def test_an_image_that_needs_no_resampling_is_cropped_exactly(size: tuple[int, int]) -> None:
+    image = random_picture(size)
+    side = min(size)
+    crop = min(side, 224)
+    expected = tv_functional.pil_to_tensor(tv_functional.center_crop(image, [crop]))
+    assert torch.equal(crop_pixels(image, side, crop), expected)
+
+
+def test_a_crop_larger_than_the_resize_is_padded_as_torchvision_does() -> None:
+    image = random_picture((40, 30))
+    expected = tv_functional.center_crop(tv_functional.resize(image, [24], antialias=True), [32])
+    assert torch.equal(crop_pixels(image, 24, 32), tv_functional.pil_to_tensor(expected))
+
+
+def test_a_batch_is_normalized_exactly_as_each_image_alone() -> None:
+    pixels = [crop_pixels(random_picture((300 + i, 260)), 256, 224) for i in range(3)]
+    batch = model_batch(pixels, MEAN, STD, torch.device("cpu"))
+    alone = [
+        tv_functional.normalize(tv_functional.convert_image_dtype(p, torch.float), list(MEAN), list(STD))
+        for p in pixels
+    ]
+    assert batch.dtype == torch.float32 and batch.shape == (3, 3, 224, 224)
+    assert torch.equal(batch, torch.stack(alone))
+    assert torch.equal(normalize_pixels(pixels[0], MEAN, STD), alone[0])
