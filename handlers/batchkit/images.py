@@ -143,9 +143,9 @@ def crop_pixels(image: Image.Image, resize_size: int, crop_size: int) -> torch.T
     """RGB image to the uint8 CHW crop the model sees: torchvision's reference resize and
     center crop, resampled in one step straight into the crop's box.
 
-    Resampling only the pixels the crop keeps costs about 40% less than resizing the whole
-    picture; PIL computes each output pixel from the same source pixels and weights, so
-    the result differs from the two-step transform by at most one grey level.
+    Only the pixels the crop keeps are computed, not the whole resized picture. Each one
+    has the sample position and filter support it has in the two-step transform, up to
+    floating-point rounding, so the result differs from it by at most one grey level.
     """
     if crop_size > resize_size:  # the crop is padded: only the two-step transform does that
         image = tv_functional.resize(
@@ -160,8 +160,8 @@ def crop_pixels(image: Image.Image, resize_size: int, crop_size: int) -> torch.T
 
 def normalize_pixels(pixels: torch.Tensor, mean: Sequence[float], std: Sequence[float]) -> torch.Tensor:
     """uint8 images (CHW or NCHW) to float, scaled to [0, 1] and normalized with the
-    reference transform's arithmetic, in place on one new tensor: done once per batch,
-    it costs a third of normalizing each image alone."""
+    reference transform's arithmetic, in place on one new tensor; once per batch, the
+    per-call overhead is paid once instead of per image."""
     shape = (3, 1, 1) if pixels.dim() == 3 else (1, 3, 1, 1)
     scaled = pixels.float().div_(255)
     mean_t = torch.tensor(mean, dtype=scaled.dtype, device=scaled.device).view(shape)
