@@ -137,12 +137,12 @@ started=$(date +%s)
 if [ -f build/resnet18/model.pt ] && [ -f build/bert_intent/model.pt ]; then
   say "serving $PRECISIONS through TorchServe on $DEVICE, then Locust (logs: $REPORT_DIR/serve-*/logs)"
   "$PY" -m scripts.build >>"$LOG" 2>&1 # package what step 1 exported (seconds)
-  "$PY" -m tsbatch.client.serving_check serve --device "$DEVICE" --precisions "$PRECISIONS" --out "$REPORT_DIR" \
+  "$PY" -m tsbatch.gpucheck.serving serve --device "$DEVICE" --precisions "$PRECISIONS" --out "$REPORT_DIR" \
     --locust-time "$LOCUST_TIME" --locust-users "$LOCUST_USERS" 2>&1 | tee -a "$LOG"
   say "serving finished in $(( $(date +%s) - started )) s"
 else
   say "no built archives (step 1 failed or was skipped): serving not checked"
 fi
 echo
-"$PY" -m tsbatch.client.serving_check summary --out "$REPORT_DIR" --sweep-status "$sweep_status" | tee -a "$LOG"
+"$PY" -m tsbatch.gpucheck.serving summary --out "$REPORT_DIR" --sweep-status "$sweep_status" | tee -a "$LOG"
 exit "${PIPESTATUS[0]}"

@@ -1,6 +1,6 @@
-"""`python -m scripts.package`: repackage archives with the settings of config.properties (the code lives in `tsbatch.build.package`)."""
+"""`python -m scripts.package`: repackage archives with the settings of config.properties (the code lives in `tsbatch.archive.package`)."""
 
-from tsbatch.build.package import main
+from tsbatch.archive.package import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

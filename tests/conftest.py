@@ -77,7 +77,7 @@ def tiny_gated_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, di
     recorded. Returns the folder and the handler fields the build derived (compiled once
     per session: about half a minute)."""
     from batchkit.images import check_images
-    from tsbatch.build.compiled import CompileSettings, GateData, build_and_gate
+    from tsbatch.archive.compiled import CompileSettings, GateData, build_and_gate
 
     torch.manual_seed(0)
     model = TinyImageNet(len(TINY_LABELS)).eval()
@@ -152,7 +152,7 @@ def tiny_compiled_model_dir(tiny_image_model_dir: tuple[Path, dict], tiny_gated_
 def tiny_int8_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny CNN (same seed) statically quantized to int8 and compiled for CPU batches of
     up to 4 (once per session, tens of seconds)."""
-    from tsbatch.build.int8.quantize import compile_int8
+    from tsbatch.archive.int8.quantize import compile_int8
 
     torch.manual_seed(0)
     model = TinyImageNet(len(TINY_LABELS)).eval()
@@ -187,7 +187,7 @@ def image_bytes(
 @pytest.fixture(scope="session")
 def tiny_base_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A local Hugging Face folder (weights + config + tokenizer), as --base-model takes."""
-    from tsbatch.build.intent.model import save_tokenizer
+    from tsbatch.archive.intent.model import save_tokenizer
 
     folder = tmp_path_factory.mktemp("tiny_bert")
     torch.manual_seed(0)

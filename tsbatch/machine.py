@@ -25,8 +25,8 @@ from batchkit.loader import (
     worker_precision,
 )
 from batchkit.precision import choose_precision, cpu_flags, cpu_model_name, cuda_problem
-from tsbatch.build import artifacts
-from tsbatch.build.manifest import load_manifest
+from tsbatch.archive import artifacts
+from tsbatch.archive.manifest import load_manifest
 from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES
 

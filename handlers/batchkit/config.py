@@ -1,6 +1,6 @@
 """Typed per-model configuration, read from the archive's ``model-config.yaml``.
 
-The build writes one ``handler:`` section per model (see ``tsbatch/build/package.py``); the
+The build writes one ``handler:`` section per model (see ``tsbatch/archive/package.py``); the
 handler reads it back through :func:`from_mapping`, which rejects unknown or missing keys
 so that a typo in a manifest fails at load time instead of silently using a default.
 """

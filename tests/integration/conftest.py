@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from tsbatch.build.manifest import load_manifest
-from tsbatch.build.plugins import build_all
-from tsbatch.client.process import TorchServe, start_instance
+from tsbatch.archive.manifest import load_manifest
+from tsbatch.archive.plugins import build_all
 from tsbatch.environment import ALLOW_DIGITS_ENV
 from tsbatch.paths import REPO_ROOT
+from tsbatch.server.process import TorchServe, start_instance
 
 INTEGRATION_DIR = Path(__file__).resolve().parent
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from batchkit.tolerance import tolerance
 from tsbatch.client.load import BackgroundLoad, LoadDriver
-from tsbatch.client.process import free_ports, worker_port_base
-from tsbatch.client.served import served_decision
 from tsbatch.config.properties import ADDRESS_KEYS
 from tsbatch.paths import REPORTS_DIR
+from tsbatch.server.process import free_ports, worker_port_base
+from tsbatch.server.served import served_decision
 
 REPORTS = REPORTS_DIR / "production"
 

@@ -24,9 +24,9 @@ import pytest
 
 from tests.conftest import image_bytes
 from tests.integration.support import background_load, private_port_entries, record
-from tsbatch.client.process import TorchServe, effective_properties
 from tsbatch.environment import DRAIN_FILE_ENV, DRAIN_SECONDS_ENV
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
+from tsbatch.server.process import TorchServe, effective_properties
 
 pytestmark = pytest.mark.slow
 

@@ -27,8 +27,8 @@ import requests
 
 from tests.conftest import image_bytes
 from tests.integration.support import background_load, record
-from tsbatch.build.manifest import Manifest, load_manifest
-from tsbatch.build.package import package
+from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.archive.package import package
 from tsbatch.client.load import NO_ANSWER
 from tsbatch.config.properties import update_model_settings
 from tsbatch.paths import REPO_ROOT

@@ -21,12 +21,12 @@ from PIL import Image
 
 from batchkit.tolerance import probabilities_disagree
 from tests.conftest import TINY_LABELS, tiny_image_handler, write_tiny_clinc
-from tsbatch.build import artifacts
-from tsbatch.build.intent.export import export as export_intent
-from tsbatch.build.manifest import Manifest, load_manifest
-from tsbatch.build.package import private_store
-from tsbatch.client.process import TorchServe
-from tsbatch.client.served import served_decision
+from tsbatch.archive import artifacts
+from tsbatch.archive.intent.export import export as export_intent
+from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.archive.package import private_store
+from tsbatch.server.process import TorchServe
+from tsbatch.server.served import served_decision
 
 MODELS = ["resnet18", "bert_intent"]
 PRECISION = "bf16"

@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from tsbatch.client.grpc_inference import GrpcAnswer, GrpcInference
-from tsbatch.client.process import TorchServe
+from tsbatch.server.process import TorchServe
 from tsbatch.workloads.payloads import image_pool
 
 RESNET, INTENT = "resnet18", "bert_intent"

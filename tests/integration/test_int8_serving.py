@@ -15,13 +15,13 @@ from PIL import Image
 
 from batchkit.images import check_images, decode_pixels, model_batch
 from tests.conftest import TINY_LABELS, TinyImageNet, tiny_image_handler
-from tsbatch.build import artifacts
-from tsbatch.build.compiled import CompileSettings, GateData, build_and_gate
-from tsbatch.build.gates import top1_accuracy
-from tsbatch.build.int8.candidate import Int8Plan
-from tsbatch.build.manifest import Manifest, load_manifest
-from tsbatch.build.package import private_store
-from tsbatch.client.process import TorchServe
+from tsbatch.archive import artifacts
+from tsbatch.archive.compiled import CompileSettings, GateData, build_and_gate
+from tsbatch.archive.gates import top1_accuracy
+from tsbatch.archive.int8.candidate import Int8Plan
+from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.archive.package import private_store
+from tsbatch.server.process import TorchServe
 
 MODEL = "resnet18"  # the ResNet handler's archive name, here holding the tiny CNN
 

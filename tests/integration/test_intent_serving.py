@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from tests.integration.support import served_tolerance
-from tsbatch.client.process import TorchServe
+from tsbatch.server.process import TorchServe
 
 MODEL = "bert_intent"
 TEXT = "text/plain; charset=utf-8"

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import requests
 
-from tsbatch.client.process import TorchServe, free_port
 from tsbatch.paths import REPO_ROOT
+from tsbatch.server.process import TorchServe, free_port
 
 LOCUST = Path(sys.executable).parent / "locust"
 LOCUSTFILE = REPO_ROOT / "loadtest" / "locustfile.py"

@@ -18,8 +18,8 @@ import tritonclient.http as triton
 from tritonclient.utils import InferenceServerException
 
 from batchkit.tolerance import needs_same_top1, tolerance
-from tsbatch.client.process import TorchServe
-from tsbatch.client.served import served_decision
+from tsbatch.server.process import TorchServe
+from tsbatch.server.served import served_decision
 from tsbatch.workloads.payloads import image_pool
 from tsbatch.workloads.schemas import intent_problems, resnet_problems
 

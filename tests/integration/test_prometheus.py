@@ -24,9 +24,9 @@ import yaml
 from tests.conftest import image_bytes
 from tests.integration.support import record
 from tests.unit.deploy.readers import adapter_rules, all_exprs, dashboard, promql_metric_names
-from tsbatch.build.package import private_store
-from tsbatch.client.process import free_port
+from tsbatch.archive.package import private_store
 from tsbatch.paths import REPO_ROOT
+from tsbatch.server.process import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ import requests
 from PIL import Image
 
 from tests.integration.support import served_tolerance
-from tsbatch.client.process import TorchServe
+from tsbatch.server.process import TorchServe
 from tsbatch.workloads.images import encode
 from tsbatch.workloads.payloads import image_pool
 from tsbatch.workloads.schemas import intent_problems, resnet_problems

@@ -21,9 +21,9 @@ import pytest
 import requests
 
 from tests.integration.support import json_documents, private_port_entries
-from tsbatch.client.process import TorchServe
 from tsbatch.config.properties import replace_entry
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
+from tsbatch.server.process import TorchServe
 
 pytestmark = pytest.mark.slow
 

@@ -18,15 +18,15 @@ from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.loader import plan_candidates, worker_precision
 from tests.fakes import bomb_png
 from tests.integration.support import served_tolerance
-from tsbatch.build import artifacts
-from tsbatch.build.manifest import Manifest, load_manifest
-from tsbatch.build.package import private_store
-from tsbatch.build.variants import Variant, variant_spec
-from tsbatch.client.daemon import start as serve_start
-from tsbatch.client.daemon import stop as serve_stop
-from tsbatch.client.process import TorchServe, free_ports, worker_port_base
-from tsbatch.client.served import served_decision, worker_rss_mb
+from tsbatch.archive import artifacts
+from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.archive.package import private_store
+from tsbatch.archive.variants import Variant, variant_spec
 from tsbatch.config.properties import update_model_settings
+from tsbatch.server.daemon import start as serve_start
+from tsbatch.server.daemon import stop as serve_stop
+from tsbatch.server.process import TorchServe, free_ports, worker_port_base
+from tsbatch.server.served import served_decision, worker_rss_mb
 from tsbatch.workloads.images import ink_pictures
 
 MODEL = "resnet18"

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from tests.integration.support import background_load, record
-from tsbatch.build.manifest import load_manifest
+from tsbatch.archive.manifest import load_manifest
 from tsbatch.client.load import BackgroundLoad
 from tsbatch.workloads.payloads import Payload, image_pool, text_pool
 from tsbatch.workloads.utterances import read_utterances

@@ -11,8 +11,8 @@ from PIL import Image
 
 from tsbatch.analysis.selection import knee_batch_size
 from tsbatch.analysis.sweep import curves, read_csv
-from tsbatch.build.artifacts import HANDLER_CONFIG_FILE, read_json
-from tsbatch.build.manifest import load_manifest
+from tsbatch.archive.artifacts import HANDLER_CONFIG_FILE, read_json
+from tsbatch.archive.manifest import load_manifest
 from tsbatch.paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow

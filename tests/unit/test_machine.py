@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import tiny_image_handler
-from tsbatch.build import artifacts
+from tsbatch.archive import artifacts
 from tsbatch.machine import flag_lines, model_lines, report
 
 

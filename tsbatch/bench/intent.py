@@ -36,15 +36,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tsbatch.build import artifacts
-from tsbatch.build.intent.data import read_csv_examples
-from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest
-from tsbatch.build.package import archive_settings, private_store
-from tsbatch.build.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
+from tsbatch.archive import artifacts
+from tsbatch.archive.intent.data import read_csv_examples
+from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest
+from tsbatch.archive.package import archive_settings, private_store
+from tsbatch.archive.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
 from tsbatch.client.load import LoadDriver, LoadSpec
-from tsbatch.client.process import start_instance
-from tsbatch.client.served import worker_rss_mb
 from tsbatch.paths import DEFAULT_MANIFEST, DEFAULT_PROPERTIES, REPO_ROOT, REPORTS_DIR
+from tsbatch.server.process import start_instance
+from tsbatch.server.served import worker_rss_mb
 
 MODEL = "bert_intent"
 BASELINE_HANDLER = Path(__file__).with_name("baseline_intent_handler.py")

@@ -22,10 +22,10 @@ import tempfile
 from pathlib import Path
 
 from batchkit.binary_tensors import HEADER_LENGTH, bytes_elements, encode_elements
-from tsbatch.build.manifest import load_manifest
+from tsbatch.archive.manifest import load_manifest
 from tsbatch.client.load import LoadDriver, LoadSpec, ResponseCheck
 from tsbatch.client.metrics import rise_ratio
-from tsbatch.client.process import TorchServe, start_instance
+from tsbatch.server.process import TorchServe, start_instance
 from tsbatch.workloads.images import encoded_pictures
 from tsbatch.workloads.schemas import body_problems, multi_input_problems
 

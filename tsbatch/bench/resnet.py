@@ -33,15 +33,15 @@ from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.images import check_images, decode_pixels, model_batch
 from batchkit.loader import load_served_model
 from batchkit.precision import PrecisionChoice
-from tsbatch.build import artifacts
-from tsbatch.build.manifest import Manifest, ModelSpec, load_manifest
-from tsbatch.build.package import private_store
-from tsbatch.build.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
+from tsbatch.archive import artifacts
+from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest
+from tsbatch.archive.package import private_store
+from tsbatch.archive.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
 from tsbatch.client.load import LoadDriver, LoadSpec
-from tsbatch.client.process import start_instance
-from tsbatch.client.served import worker_rss_mb
 from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES
+from tsbatch.server.process import start_instance
+from tsbatch.server.served import worker_rss_mb
 from tsbatch.workloads.images import encoded_pictures
 
 MODEL = "resnet18"
@@ -59,7 +59,7 @@ def payload_images(count: int, shape: str, seed: int = 0) -> list[bytes]:
 
 def imagenet_spec(spec: ModelSpec, work: Path) -> ModelSpec:
     """Export an ImageNet-shaped resnet18 with random weights (timing only) into ``work``."""
-    from tsbatch.build.resnet.export import export
+    from tsbatch.archive.resnet.export import export
 
     weights = work / "random-init-benchmark-only.pth"
     torch.manual_seed(0)

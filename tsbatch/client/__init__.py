@@ -1,1 +1,1 @@
-"""The one TorchServe client: process lifecycle and ports, token, load driver, /metrics parsing."""
+"""The HTTP client of TorchServe: token, load driver and arrivals, /metrics parsing, gRPC."""

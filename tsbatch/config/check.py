@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 import yaml
 
-from tsbatch.build.manifest import Manifest, ManifestError, add_manifest_arguments, load_manifest
+from tsbatch.archive.manifest import Manifest, ManifestError, add_manifest_arguments, load_manifest
 from tsbatch.config.crosscheck import cross_check
 from tsbatch.config.findings import Problem
 from tsbatch.config.properties import (

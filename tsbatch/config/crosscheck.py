@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tsbatch.build import artifacts
-from tsbatch.build.manifest import Manifest, ModelSpec
+from tsbatch.archive import artifacts
+from tsbatch.archive.manifest import Manifest, ModelSpec
 from tsbatch.config.findings import Problem
 from tsbatch.config.properties import load_models
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tsbatch.build.package import PackageError
+from tsbatch.archive.package import PackageError
 from tsbatch.container.drain import DrainSettings, supervise
 from tsbatch.container.startup import StartupError, kserve_storage, prepare
 from tsbatch.environment import Environment

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from tsbatch.build.manifest import Manifest, load_manifest
-from tsbatch.build.package import package
+from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.archive.package import package
 from tsbatch.config.check import check, check_archives, check_models
 from tsbatch.config.findings import Problem
 from tsbatch.config.properties import load_models, read_properties

@@ -43,8 +43,8 @@ def test_a_pinned_row_this_machine_cannot_run_is_skipped_saying_why(
 ) -> None:
     from dataclasses import replace
 
-    from tsbatch.build import artifacts, variants
-    from tsbatch.build.manifest import load_manifest
+    from tsbatch.archive import artifacts, variants
+    from tsbatch.archive.manifest import load_manifest
 
     spec = replace(load_manifest().model("bert_intent"), build_dir=tmp_path / "build")
     artifacts.write_json(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tsbatch.archive.variants import BASELINE, Variant
 from tsbatch.bench.resnet import int8_line, speedup_line
-from tsbatch.build.variants import BASELINE, Variant
 
 
 def test_speedup_line_compares_the_default_with_the_baseline() -> None:

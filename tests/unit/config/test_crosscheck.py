@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.build.manifest import load_manifest
+from tsbatch.archive.manifest import load_manifest
 from tsbatch.config.check import check, main
 from tsbatch.config.properties import replace_entry, update_model_settings
 from tsbatch.paths import DEFAULT_MANIFEST, REPO_ROOT

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.build import artifacts
-from tsbatch.build.manifest import Manifest, load_manifest
-from tsbatch.build.package import package
+from tsbatch.archive import artifacts
+from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.archive.package import package
 from tsbatch.config.check import archive_model_config
 from tsbatch.config.properties import replace_entry, update_model_settings
 from tsbatch.container.startup import StartupError, kserve_storage, prepare

@@ -81,7 +81,7 @@ def makefile_recipe(target: str) -> list[list[str]]:
 
 
 def runner_command_flags() -> list[str]:
-    """The flags of the `torchserve` command that tsbatch/client/process.py runs."""
+    """The flags of the `torchserve` command that tsbatch/server/process.py runs."""
     tree = ast.parse((REPO_ROOT / "tsbatch" / "client" / "process.py").read_text())
     for node in ast.walk(tree):
         targets = [getattr(t, "id", None) for t in getattr(node, "targets", [])]
@@ -89,7 +89,7 @@ def runner_command_flags() -> list[str]:
             constants = [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
             if "--start" in constants:
                 return [c for c in constants if isinstance(c, str) and c.startswith("--")]
-    raise AssertionError("torchserve command not found in tsbatch/client/process.py")
+    raise AssertionError("torchserve command not found in tsbatch/server/process.py")
 
 
 def hadolint() -> str:

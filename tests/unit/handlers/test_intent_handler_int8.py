@@ -14,9 +14,9 @@ from batchkit.text import check_tokens, load_tokenizer
 from tests.conftest import tiny_encoder
 from tests.unit.handlers.conftest import MAX_LENGTH, TINY_LABELS
 from tests.unit.handlers.test_intent_handler import body, make_handler
-from tsbatch.build.compiled import check_record
-from tsbatch.build.int8.quantize import compile_int8, quantized_op_counts
-from tsbatch.build.intent.model import IntentClassifier
+from tsbatch.archive.compiled import check_record
+from tsbatch.archive.int8.quantize import compile_int8, quantized_op_counts
+from tsbatch.archive.intent.model import IntentClassifier
 
 
 @pytest.fixture(scope="module")

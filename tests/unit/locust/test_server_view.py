@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tsbatch.client.process import free_port
 from tsbatch.locust.server_view import ServerEndpoints, ServerView
+from tsbatch.server.process import free_port
 from tsbatch.sla.gate import Window
 
 DESCRIPTION = {"batchSize": 8, "maxBatchDelay": 10, "minWorkers": 1, "maxWorkers": 1}

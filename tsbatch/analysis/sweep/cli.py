@@ -39,7 +39,7 @@ from tsbatch.analysis.sweep.measure import Budget
 from tsbatch.analysis.sweep.report import default_budget, write_reports
 from tsbatch.analysis.sweep.run import run_sweep
 from tsbatch.analysis.sweep.targets import IMAGENET_TARGET, INTENT_BASE_TARGET, Target, resolve_targets
-from tsbatch.build.manifest import load_manifest
+from tsbatch.archive.manifest import load_manifest
 from tsbatch.paths import DEFAULT_PROPERTIES, REPORTS_DIR
 
 DEFAULT_OUT = REPORTS_DIR / "sweep"

@@ -12,8 +12,8 @@ from batchkit.config import ImageModelConfig
 from batchkit.loader import ServedModel, load_compiled
 from batchkit.worker import load_torchscript
 from tsbatch.analysis.sweep.inputs import Scenario, image_scenario, text_scenarios
-from tsbatch.build import artifacts
-from tsbatch.build.manifest import load_manifest
+from tsbatch.archive import artifacts
+from tsbatch.archive.manifest import load_manifest
 from tsbatch.paths import REPO_ROOT
 
 IMAGENET_TARGET = "resnet18-imagenet"
@@ -139,7 +139,7 @@ def archive_text_target(name: str, artifact_dir: Path) -> Target:
 def intent_base_target(work_dir: Path) -> Target:
     """The intent model's shape without its training: the base encoder with a RANDOM head
     (timing only), for a machine where build/bert_intent was not built."""
-    from tsbatch.build.intent.model import IntentClassifier, load_encoder, save_tokenizer
+    from tsbatch.archive.intent.model import IntentClassifier, load_encoder, save_tokenizer
 
     settings = load_manifest().model("bert_intent").text
     max_length, base = settings.max_length, settings.base_model

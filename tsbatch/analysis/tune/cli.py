@@ -39,8 +39,8 @@ from tsbatch.analysis.options import int_list
 from tsbatch.analysis.tune.point import PointRunner, payloads_for
 from tsbatch.analysis.tune.report import finish, report_model
 from tsbatch.analysis.tune.search import FULL_LOAD, FULL_SPACE, QUICK_LOAD, QUICK_SPACE, SearchSpace, search
-from tsbatch.build.manifest import load_manifest
-from tsbatch.build.variants import Variant, default_variant, variant_spec
+from tsbatch.archive.manifest import load_manifest
+from tsbatch.archive.variants import Variant, default_variant, variant_spec
 from tsbatch.client.load import LoadSpec
 from tsbatch.config.properties import archive_entry, model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, REPORTS_DIR

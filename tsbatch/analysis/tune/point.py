@@ -23,11 +23,11 @@ from pathlib import Path
 
 from tsbatch.analysis.selection import TunePoint
 from tsbatch.analysis.tune.search import settings_for
-from tsbatch.build.manifest import Manifest, ModelSpec
-from tsbatch.build.package import private_store
+from tsbatch.archive.manifest import Manifest, ModelSpec
+from tsbatch.archive.package import private_store
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.metrics import mean_formed_batch
-from tsbatch.client.process import TorchServe, start_instance
+from tsbatch.server.process import TorchServe, start_instance
 from tsbatch.workloads.payloads import Payload, image_pool, text_pool
 from tsbatch.workloads.schemas import body_problems
 from tsbatch.workloads.utterances import read_utterances

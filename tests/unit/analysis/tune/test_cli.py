@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from tsbatch.analysis.tune.cli import build_parser, parse_variant
-from tsbatch.build.variants import Variant
+from tsbatch.archive.variants import Variant
 
 
 def test_variant_is_runtime_dash_precision() -> None:

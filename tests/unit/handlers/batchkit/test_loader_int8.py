@@ -13,7 +13,7 @@ from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.images import check_images
 from batchkit.loader import load_compiled, load_served_model, plan_candidates
 from batchkit.precision import PrecisionChoice, int8_fallback
-from tsbatch.build.compiled import check_record
+from tsbatch.archive.compiled import check_record
 
 CPU = torch.device("cpu")
 INT8 = PrecisionChoice("int8", "test")

@@ -47,7 +47,7 @@ import org.pytorch.serve.wlm.WorkerThread;
         description = "Open Inference Protocol health, readiness and model metadata")
 public class OpenInferenceEndpoint extends ModelServerEndpoint {
 
-    /** Written into each archive by the toolkit's packaging (tsbatch/build/package.py). */
+    /** Written into each archive by the toolkit's packaging (tsbatch/archive/package.py). */
     static final String METADATA_FILE = "oip_metadata.json";
 
     private final InferForwarder forwarder = new InferForwarder();

@@ -1,0 +1,56 @@
+"""When the build re-exports a model: missing artifacts, or changed manifest entry or inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tsbatch.archive import artifacts
+from tsbatch.archive.manifest import ModelSpec, validate_entry
+from tsbatch.archive.pipeline import EXPORT_INPUTS_FILE, export_inputs, needs_export
+
+
+def make_spec(root: Path, **settings: object) -> ModelSpec:
+    entry = {"kind": "text", "handler": "handlers/intent_handler.py", "version": "1.0", **settings}
+    return ModelSpec(
+        name="m", config=validate_entry("m", entry, root / "models.yaml"), build_dir=root / "build", root=root
+    )
+
+
+def export_here(spec: ModelSpec, root: Path) -> None:
+    for name in (artifacts.MODEL_FILE, artifacts.HANDLER_CONFIG_FILE, artifacts.LABELS_FILE):
+        (spec.artifact_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (spec.artifact_dir / name).write_text("x")
+    artifacts.write_json(spec.artifact_dir / EXPORT_INPUTS_FILE, export_inputs(spec, root))
+
+
+def test_missing_artifacts_are_exported(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path)
+    assert needs_export(spec, tmp_path).startswith("no model.pt")
+
+
+def test_current_artifacts_are_kept_and_handler_edits_do_not_count(tmp_path: Path) -> None:
+    (tmp_path / "train.csv").write_text("text,label\nhi,greet\n")
+    spec = make_spec(tmp_path, data={"train": "train.csv"}, max_length=64)
+    export_here(spec, tmp_path)
+    assert needs_export(spec, tmp_path) is None
+    edited = spec.with_settings(handler="handlers/other.py")
+    assert needs_export(edited, tmp_path) is None
+    serving = spec.with_settings(max_inputs_per_request=8)
+    assert needs_export(serving, tmp_path) is None
+
+
+def test_changed_manifest_entry_or_data_file_is_exported_again(tmp_path: Path) -> None:
+    (tmp_path / "train.csv").write_text("text,label\nhi,greet\n")
+    spec = make_spec(tmp_path, data={"train": "train.csv"}, max_length=64)
+    export_here(spec, tmp_path)
+    longer = spec.with_settings(max_length=128)
+    assert needs_export(longer, tmp_path) == "its manifest entry changed"
+    (tmp_path / "train.csv").write_text("text,label\nhi,greet\nbye,farewell\n")
+    assert needs_export(spec, tmp_path) == "its input files changed (train.csv)"
+
+
+def test_artifacts_without_a_stamp_are_exported_again(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path)
+    export_here(spec, tmp_path)
+    (spec.artifact_dir / EXPORT_INPUTS_FILE).unlink()
+    assert needs_export(spec, tmp_path) == "artifacts predate export stamps"

@@ -1,0 +1,1 @@
+"""The archive build: models.yaml -> exported, verified artifacts -> model-store/*.mar."""

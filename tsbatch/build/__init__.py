@@ -1,1 +1,0 @@
-"""The build pipeline: models.yaml -> exported, verified artifacts -> model-store/*.mar."""

@@ -1,0 +1,170 @@
+"""Start, stop and inspect the TorchServe that ``make serve`` runs in the background.
+
+``start`` rebuilds what is stale (archives repackage in seconds when config.properties
+changed), refuses a config with errors, restarts a running instance so new settings
+apply, waits until every model is READY and prints the endpoints and how to get a token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.archive.package import package
+from tsbatch.archive.plugins import PluginBuildError, build_all
+from tsbatch.config.check import check
+from tsbatch.config.properties import ADDRESS_KEYS, load_models, model_settings, read_properties
+from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
+from tsbatch.server.process import (
+    TorchServe,
+    _read_pid,
+    start_instance,
+    stop_process_group,
+)
+from tsbatch.server.served import serving_summary
+
+
+def is_running(run_dir: Path) -> bool:
+    pid = _read_pid(run_dir / "launcher.pid")
+    if pid is None:
+        return False
+    try:
+        import os
+
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def stop(run_dir: Path) -> bool:
+    pid = _read_pid(run_dir / "launcher.pid")
+    if pid is None:
+        return False
+    stop_process_group(pid)
+    (run_dir / "launcher.pid").unlink(missing_ok=True)
+    (run_dir / "key_file.json").unlink(missing_ok=True)
+    return True
+
+
+def start(run_dir: Path, properties: Path, timeout: float, manifest: Manifest | None = None) -> int:
+    manifest = manifest or load_manifest()
+    listed = load_models(read_properties(properties))
+    models = list(manifest.models) if listed is None else listed
+    if not models:
+        print(f"{properties}: load_models names no model; list the archives to serve (resnet18.mar,...)")
+        return 2
+    for model in models:  # seconds when only config.properties changed; no re-export
+        package(manifest.model(model), manifest, properties)
+    try:
+        build_all()  # the frontend plugins plugins_path names (a no-op when up to date)
+    except PluginBuildError as exc:
+        print(f"[serve] {exc}")
+        return 1
+    problems = check(properties, manifest, include_archives=True)
+    for problem in problems:
+        print(problem)
+    if any(problem.severity == "error" for problem in problems):
+        print("[serve] config.properties has errors (above); not starting")
+        return 1
+    if is_running(run_dir):
+        print("[serve] restarting the running TorchServe so the current settings apply")
+        stop(run_dir)
+    server = start_instance(
+        run_dir.resolve(),
+        manifest.model_store,
+        models,
+        source=properties,
+        private_ports=False,
+        timeout=timeout,
+    )
+    print_endpoints(server, models, run_dir)
+    return 0
+
+
+DIGIT_PNG = (
+    ".venv/bin/python -c 'from PIL import Image; from sklearn.datasets import load_digits; "
+    'Image.fromarray((load_digits().images[7] * 15).astype("uint8")).resize((32, 32)).save("digit.png")\''
+)
+SAMPLE_TEXT = "I lost my credit card"
+
+
+def example_commands(inference_url: str, key_file: Path, models: list[str]) -> list[str]:
+    """Commands that call each served model, to paste from the repository root. Image
+    bytes go with a Content-Type: without one the frontend form-decodes them."""
+    commands = [
+        f'TOKEN=$(python3 -c \'import json; print(json.load(open("{key_file}"))["inference"]["key"])\')'
+    ]
+    for model in models:
+        url = f"{inference_url}/predictions/{model}"
+        if model == "bert_intent":
+            commands.append(
+                f"curl -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: text/plain' "
+                f"--data '{SAMPLE_TEXT}' {url}"
+            )
+        else:
+            if DIGIT_PNG not in commands:
+                commands.append(DIGIT_PNG)
+            commands.append(
+                f"curl -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: application/octet-stream' "
+                f"--data-binary @digit.png {url}"
+            )
+    return commands
+
+
+def print_endpoints(server: TorchServe, models: list[str], run_dir: Path) -> None:
+    settings = model_settings(server.properties)
+    print(f"\nTorchServe is running (logs: {run_dir}/logs).")
+    for kind in ADDRESS_KEYS:
+        print(f"  {kind:<10} {server.url(kind)}")
+    for model in models:
+        entry = settings.get(model, {})
+        print(
+            f"  model {model}: POST {server.url('inference')}/predictions/{model} "
+            f"(batchSize={entry.get('batchSize')}, maxBatchDelay={entry.get('maxBatchDelay')} ms)"
+        )
+    print("\nWhat the workers serve (their own decision):")
+    for line in serving_summary(server, models):
+        print(line)
+    key_file = (run_dir / "key_file.json").resolve()
+    print(f"\nToken auth is on. Keys are in {key_file}. Try, from {REPO_ROOT}:")
+    for command in example_commands(server.url("inference"), key_file, models):
+        print(f"  {command}")
+    print(f"  (the management API at {server.url('management')} takes the 'management' key)")
+    print("Stop with: make stop")
+
+
+def status(run_dir: Path) -> int:
+    if not is_running(run_dir):
+        print("[serve] not running")
+        return 1
+    server = TorchServe(run_dir=run_dir, properties_path=run_dir / "config.properties", model_store=Path())
+    models = list(model_settings(server.properties))
+    for model in models:
+        try:
+            print(json.dumps(server.describe(model)[0], indent=2))
+        except Exception as exc:
+            print(f"{model}: {exc}")
+    print("What the workers serve (their own decision):")
+    try:
+        print("\n".join(serving_summary(server, models)))
+    except Exception as exc:  # a model still loading answers the describe call later
+        print(f"  not available yet: {exc}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("action", choices=["start", "stop", "status"])
+    parser.add_argument("--run-dir", type=Path, default=REPO_ROOT / ".serve")
+    parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES)
+    parser.add_argument("--timeout", type=float, default=240)
+    args = parser.parse_args(argv)
+    if args.action == "start":
+        return start(args.run_dir, args.properties, args.timeout)
+    if args.action == "stop":
+        print("[serve] stopped" if stop(args.run_dir) else "[serve] was not running")
+        return 0
+    return status(args.run_dir)
