@@ -82,7 +82,7 @@ def makefile_recipe(target: str) -> list[list[str]]:
 
 def runner_command_flags() -> list[str]:
     """The flags of the `torchserve` command that tsbatch/server/process.py runs."""
-    tree = ast.parse((REPO_ROOT / "tsbatch" / "client" / "process.py").read_text())
+    tree = ast.parse((REPO_ROOT / "tsbatch" / "server" / "process.py").read_text())
     for node in ast.walk(tree):
         targets = [getattr(t, "id", None) for t in getattr(node, "targets", [])]
         if isinstance(node, ast.Assign) and "command" in targets and isinstance(node.value, ast.List):
