@@ -109,9 +109,11 @@ def parse_request(
     else:
         body = request
     if header_length is not None and not isinstance(body, dict):
-        length = header_length
         return _read(
-            Protocol.KSERVE_V2, lambda: _binary_v2(body, length, schema, model_name), max_inputs, schema
+            Protocol.KSERVE_V2,
+            lambda: _binary_v2(body, header_length, schema, model_name),
+            max_inputs,
+            schema,
         )
     if isinstance(body, list):  # a JSON list (sent as application/json)
         return _read(Protocol.LIST, lambda: _listed(Protocol.LIST, body, schema), max_inputs, schema)
