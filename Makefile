@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed
 SERVE_DIR := .serve
 PYTEST_ARGS ?=
 
-.PHONY: help install java archive plugins serve stop status doctor check-config test test-tools test-unit \
+.PHONY: help install kserve-sdk java archive plugins serve stop status doctor check-config test test-tools test-unit \
         test-integration bench bench-intent bench-client lint loadtest loadtest-ui sweep tune gpu-check image clean
 
 help: ## List the commands
@@ -23,7 +23,10 @@ $(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --editable .
 	touch $@
 
-install: $(INSTALLED) java ## Create .venv with the pinned dependencies and the toolkit (editable), check Java 17
+install: $(INSTALLED) kserve-sdk java ## Create .venv with the pinned dependencies and the toolkit (editable), check Java 17
+
+kserve-sdk: $(INSTALLED) ## The KServe SDK for the tests, without its own pins (requirements-dev.txt says why)
+	$(PY) -m pip install --quiet --no-deps kserve==0.21.0
 
 java: ## Check Java 17 (installs it with apt-get when root)
 	@bash scripts/ensure_java.sh

@@ -45,10 +45,16 @@ class BatchRun(Generic[Output]):
     encode_ms: float
 
 
-def decode_each(payloads: Sequence[Payload], decode: Callable[[Payload], Item]) -> list[Item | RequestError]:
-    """Decode every request on its own, so that one bad body only fails itself."""
+def decode_each(
+    payloads: Sequence[Payload | RequestError], decode: Callable[[Payload], Item]
+) -> list[Item | RequestError]:
+    """Decode every request on its own, so that one bad body only fails itself; an input
+    already rejected (by its request's envelope) stays rejected."""
     decoded: list[Item | RequestError] = []
     for payload in payloads:
+        if isinstance(payload, RequestError):
+            decoded.append(payload)
+            continue
         try:
             decoded.append(decode(payload))
         except Exception as exc:
@@ -117,7 +123,7 @@ def encode_each(
 
 
 def run_batch(
-    payloads: Sequence[Payload],
+    payloads: Sequence[Payload | RequestError],
     decode: Callable[[Payload], Item],
     infer: Callable[[list[Item]], Sequence[Output]],
     encode: Callable[[Output], object],

@@ -1,90 +1,100 @@
-"""Request errors that carry their HTTP status, mapped to a response in one place."""
+"""Request errors: immutable values carrying their HTTP status, and the exceptions decoders
+raise, each mapped to its status here and turned into a value once (``error_for_exception``).
+
+An error is a value so that it can travel from decode to the response untouched: many
+inputs may hold the same one, and nothing downstream can change what it says. The shape of
+its JSON body is the response's business (``protocols.error_body``), not the error's.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import ClassVar
 
 
-class RequestError(Exception):
-    """An error that belongs to one request of a batch; its batch-mates are unaffected."""
+@dataclass(frozen=True)
+class RequestError:
+    """What went wrong with one request (or one input of it); its batch-mates are unaffected."""
 
-    status: int = HTTPStatus.BAD_REQUEST
-    error_type: str = "bad_request"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-        # The request spoke the Open Inference Protocol, whose clients read "error" as
-        # the message string (tritonclient fails on anything else).
-        self.oip = False
+    status: int
+    code: str
+    message: str
 
     @property
     def phrase(self) -> str:
         return HTTPStatus(self.status).phrase
 
-    def to_body(self) -> dict[str, Any]:
-        if self.oip:
-            return {"error": self.message, "type": self.error_type}
-        return {"error": {"type": self.error_type, "message": self.message}}
+
+class RequestRejected(Exception):
+    """Raised by a decoder to reject its request or input; the class says status and code."""
+
+    status: ClassVar[HTTPStatus] = HTTPStatus.BAD_REQUEST
+    code: ClassVar[str] = "bad_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    @classmethod
+    def error(cls, message: str) -> RequestError:
+        """The error this rejection stands for, made without raising."""
+        return RequestError(int(cls.status), cls.code, message)
 
 
-class InvalidInput(RequestError):
+class InvalidInput(RequestRejected):
     """The body is well-formed HTTP but not something this model can read."""
 
-    error_type = "invalid_input"
+    code = "invalid_input"
 
 
 class InvalidImage(InvalidInput):
-    error_type = "invalid_image"
+    code = "invalid_image"
 
 
 class InvalidText(InvalidInput):
-    error_type = "invalid_text"
+    code = "invalid_text"
 
 
-class PayloadTooLarge(RequestError):
+class PayloadTooLarge(RequestRejected):
     """Too big to process safely (bytes or decoded pixels); rejected before full decoding."""
 
     status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
-    error_type = "payload_too_large"
+    code = "payload_too_large"
 
 
-class InferenceFailed(RequestError):
+class InferenceFailed(RequestRejected):
     """The model failed on a batch (out of memory, unexpected error); the server keeps going."""
 
     status = HTTPStatus.INTERNAL_SERVER_ERROR
-    error_type = "inference_failed"
+    code = "inference_failed"
 
 
 class ResourceExhausted(InferenceFailed):
     """The accelerator or host ran out of memory for this batch; a retry may succeed."""
 
     status = HTTPStatus.SERVICE_UNAVAILABLE
-    error_type = "resource_exhausted"
+    code = "resource_exhausted"
 
 
-class InputsRejected(RequestError):
-    """Every input of a multi-input request failed: the request takes the status of its
+ALL_INPUTS_REJECTED = "all_inputs_rejected"
+
+
+def inputs_rejected(first: RequestError, count: int) -> RequestError:
+    """The error of a request every input of which failed: it takes the status of its
     first input's error, and its body still says what happened to each input."""
-
-    error_type = "all_inputs_rejected"
-
-    def __init__(self, status: int, body: dict[str, Any], count: int) -> None:
-        super().__init__(
-            f"all {count} inputs of the request were rejected; each input's error is in the body"
-        )
-        self.status = status
-        self.body = body
-
-    def to_body(self) -> dict[str, Any]:
-        return {**super().to_body(), **self.body}
+    return RequestError(
+        first.status,
+        ALL_INPUTS_REJECTED,
+        f"all {count} inputs of the request were rejected; each input's error is in the body",
+    )
 
 
 def error_for_exception(exc: BaseException) -> RequestError:
-    """Map any exception raised while serving to the RequestError that answers it."""
-    if isinstance(exc, RequestError):
-        return exc
+    """Any exception raised while serving to the error that answers it: the one place an
+    exception becomes a value."""
+    if isinstance(exc, RequestRejected):
+        return type(exc).error(exc.message)
     if isinstance(exc, MemoryError) or "out of memory" in str(exc).lower():
-        return ResourceExhausted(f"out of memory while running the batch: {exc}")
-    return InferenceFailed(f"{type(exc).__name__}: {exc}")
+        return ResourceExhausted.error(f"out of memory while running the batch: {exc}")
+    return InferenceFailed.error(f"{type(exc).__name__}: {exc}")

@@ -22,12 +22,12 @@ import torch
 from batchkit.batching import run_batch
 from batchkit.binary_tensors import BINARY_CONTENT_TYPE, HEADER_LENGTH, BinaryBody, header_length_of
 from batchkit.config import ConfigT, from_mapping
-from batchkit.errors import RequestError, error_for_exception
+from batchkit.errors import error_for_exception
 from batchkit.flatten import flatten, regroup
 from batchkit.loader import ServedModel, worker_precision
 from batchkit.metrics import BatchReport, emit
 from batchkit.precision import PrecisionChoice, require_cuda
-from batchkit.protocols import InputSchema, ParsedRequest, compose_response, parse_request
+from batchkit.protocols import ErrorReply, InputSchema, Protocol, compose_response, error_body, parse_request
 from batchkit.worker import configure_threads, select_device
 
 logger = logging.getLogger(__name__)
@@ -94,7 +94,8 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         except Exception as exc:
             logger.exception("batch failed outside the per-request pipeline")
             error = error_for_exception(exc)
-            responses = [error] * len(data)
+            # The requests may not even have been read: each is answered in our own shape.
+            responses = [ErrorReply(error, error_body(error, Protocol.SINGLE)) for _ in data]
             report = BatchReport(batch_size=len(data), max_batch_size=self.max_batch_size)
         self.last_report = report
         bodies = [self.respond(context, index, value) for index, value in enumerate(responses)]
@@ -112,19 +113,21 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         ``header_lengths`` holds each request's Inference-Header-Content-Length header.
         """
         lengths = header_lengths or [None] * len(data)
-        parsed = [self.parse(request, length) for request, length in zip(data, lengths, strict=True)]
-        flat = flatten([p if isinstance(p, RequestError) else p.inputs for p in parsed])
-        run = run_batch(flat.inputs, self.decode_input, self.infer_guarded, self.encode)
+        limit = self.config.max_inputs_per_request
+        parsed = [
+            parse_request(request, self.input_schema, limit, self.model_name, length)
+            for request, length in zip(data, lengths, strict=True)
+        ]
+        flat = flatten([request.inputs for request in parsed])
+        run = run_batch(flat.inputs, self.decode, self.infer_guarded, self.encode)
         responses = [
-            results
-            if isinstance(results, RequestError)
-            else compose_response(request, results, self.model_name)
+            compose_response(request, results, self.model_name)
             for request, results in zip(parsed, regroup(run.responses, flat.spans), strict=True)
         ]
         report = BatchReport(
             batch_size=len(data),
             max_batch_size=self.max_batch_size,
-            rejected_requests=sum(isinstance(response, RequestError) for response in responses),
+            rejected_requests=sum(isinstance(response, ErrorReply) for response in responses),
             inputs=len(flat.inputs),
             rejected_inputs=run.rejected_inputs,
             preprocess_ms=run.decode_ms,
@@ -133,20 +136,6 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         )
         self.annotate(report, run.outputs)
         return responses, report
-
-    def parse(self, request: Any, header_length: str | None = None) -> ParsedRequest | RequestError:
-        try:
-            return parse_request(
-                request, self.input_schema, self.config.max_inputs_per_request, header_length
-            )
-        except Exception as exc:
-            return error_for_exception(exc)
-
-    def decode_input(self, value: Any) -> Any:
-        """``decode`` for one input of a request; an input already rejected stays rejected."""
-        if isinstance(value, RequestError):
-            raise value
-        return self.decode(value)
 
     def infer_guarded(self, items: list[Any]) -> list[Any]:
         try:
@@ -160,11 +149,11 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
     def respond(self, context: Any, index: int, value: Any) -> Any:
         """Map one result to its HTTP status and body (errors mapped here only): JSON, or
         bytes with their header length when a v2 request asked for binary output."""
-        if isinstance(value, RequestError):
+        if isinstance(value, ErrorReply):
             if context is not None:
-                context.set_response_status(int(value.status), value.phrase, index)
+                context.set_response_status(value.error.status, value.error.phrase, index)
                 context.set_response_content_type(index, JSON_CONTENT_TYPE)
-            return value.to_body()
+            return value.body
         if isinstance(value, BinaryBody):
             if context is not None:
                 context.set_response_header(index, HEADER_LENGTH, str(value.header_length))
@@ -220,7 +209,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
 
     @abc.abstractmethod
     def decode(self, body: Any) -> Any:
-        """One request body to one model-ready item; raise a RequestError when it is bad."""
+        """One request body to one model-ready item; raise a RequestRejected when it is bad."""
 
     @abc.abstractmethod
     def infer(self, items: list[Any]) -> list[Any]:

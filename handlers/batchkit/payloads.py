@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from batchkit.errors import InvalidInput, PayloadTooLarge, RequestError
+from batchkit.errors import InvalidInput, PayloadTooLarge, RequestRejected
 
 
 def check_size(body: Any, max_bytes: int) -> None:
@@ -19,10 +19,10 @@ def check_size(body: Any, max_bytes: int) -> None:
         raise PayloadTooLarge(f"request body is {len(body)} bytes; the limit is {max_bytes}")
 
 
-def parse_json_object(body: Any, error: type[RequestError] = InvalidInput) -> dict[str, Any] | None:
+def parse_json_object(body: Any, error: type[RequestRejected] = InvalidInput) -> dict[str, Any] | None:
     """The body as a JSON object when it is one (decoded or raw), else ``None``.
 
-    ``error`` is the RequestError subclass raised for a malformed document, so each
+    ``error`` is the RequestRejected subclass raised for a malformed document, so each
     model reports errors in its own terms (invalid_image, invalid_text).
     """
     if isinstance(body, dict):

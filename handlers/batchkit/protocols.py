@@ -7,16 +7,16 @@ Clients pack inputs four ways: one input per request (raw bytes or text, ``{"ima
 "datatype": "BYTES", "shape", "data": [...]}]}``, or the same with its tensors in binary
 after the JSON: ``binary_tensors``). Parsing turns each into a list of single-input bodies
 the model's ``decode`` already reads; an input that cannot be one becomes its own error
-and leaves its request-mates alone.
+and leaves its request-mates alone. Errors stay values (``errors.RequestError``) from here
+to the response, whose protocol alone decides the shape of their body (``error_body``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,13 @@ from batchkit.binary_tensors import (
     split_body,
     take_tensor,
 )
-from batchkit.errors import InputsRejected, InvalidInput, PayloadTooLarge, RequestError
+from batchkit.errors import (
+    InvalidInput,
+    PayloadTooLarge,
+    RequestError,
+    error_for_exception,
+    inputs_rejected,
+)
 from batchkit.payloads import parse_json_object
 
 V1_INSTANCE_KEYS = ("data", "b64")
@@ -60,10 +66,12 @@ class InputSchema:
 
 @dataclass(frozen=True)
 class ParsedRequest:
-    """One request's protocol and inputs: each a body for ``decode``, or that input's error."""
+    """One request's protocol and inputs: each a body for ``decode``, or that input's error;
+    or, when its envelope could not be read, the request's error and no inputs."""
 
     protocol: Protocol
     inputs: list[Any]
+    error: RequestError | None = None
     tensor_name: str = ""  # KServe v2: the input tensor's name
     request_id: str | None = None  # KServe v2: echoed in the response
     binary_output: bool = False  # KServe v2: the output goes back in the binary extension
@@ -81,55 +89,77 @@ def v2_metadata(schema: InputSchema) -> dict[str, Any]:
 
 
 def parse_request(
-    request: Any, schema: InputSchema, max_inputs: int, header_length: str | None = None
+    request: Any, schema: InputSchema, max_inputs: int, model_name: str, header_length: str | None = None
 ) -> ParsedRequest:
     """TorchServe's parameters of one request to its protocol and inputs.
 
     ``header_length`` is the request's Inference-Header-Content-Length header: the body
-    is then a binary KServe v2 body. Raises a RequestError for the whole request when its
-    envelope is wrong (no body, a malformed KServe document or binary body, more than
-    ``max_inputs`` inputs: 413).
+    is then a binary KServe v2 body; ``model_name`` is the model in the path, which a v2
+    body may name too. Never raises: a request whose envelope is wrong (no body, a
+    malformed KServe document or binary body, more than ``max_inputs`` inputs: 413) comes
+    back with its error and no inputs, in the protocol it was read as that far.
     """
     if isinstance(request, dict):
         if not request:
-            raise schema.error(FORM_ENCODED_MESSAGE)
+            return ParsedRequest(Protocol.SINGLE, [], error=schema.error.error(FORM_ENCODED_MESSAGE))
         if len(request) > 1:  # several multipart fields (or gRPC map entries)
-            return _counted(ParsedRequest(Protocol.LIST, list(request.values())), max_inputs, schema)
+            fields = list(request.values())
+            return _read(Protocol.LIST, lambda: ParsedRequest(Protocol.LIST, fields), max_inputs, schema)
         body = next(iter(request.values()))
     else:
         body = request
     if header_length is not None and not isinstance(body, dict):
-        with _open_inference():
-            raw = body.encode("utf-8") if isinstance(body, str) else bytes(body)
-            document, tensors = split_body(raw, header_length, schema.error)
-            if "inputs" not in document:
-                raise schema.error('the JSON header of a binary body must be a KServe v2 {"inputs": [...]}')
-            return _counted(_kserve_v2(document, schema, tensors), max_inputs, schema)
+        return _read(
+            Protocol.KSERVE_V2,
+            lambda: _binary_v2(body, header_length, schema, model_name),
+            max_inputs,
+            schema,
+        )
     if isinstance(body, list):  # a JSON list (sent as application/json)
-        return _counted(ParsedRequest(Protocol.LIST, _elements(body, schema)), max_inputs, schema)
-    document = parse_json_object(body, schema.error)
+        return _read(Protocol.LIST, lambda: _listed(Protocol.LIST, body, schema), max_inputs, schema)
+    try:
+        document = parse_json_object(body, schema.error)
+    except Exception as exc:
+        return ParsedRequest(Protocol.SINGLE, [], error=error_for_exception(exc))
     if document is None:
         return ParsedRequest(Protocol.SINGLE, [body])
     if "instances" in document:
-        instances = _only_key(document, "instances", schema)
-        return _counted(ParsedRequest(Protocol.KSERVE_V1, _elements(instances, schema)), max_inputs, schema)
+        return _read(
+            Protocol.KSERVE_V1,
+            lambda: _listed(Protocol.KSERVE_V1, _only_key(document, "instances", schema), schema),
+            max_inputs,
+            schema,
+        )
     if "inputs" in document:
-        with _open_inference():
-            return _counted(_kserve_v2(document, schema), max_inputs, schema)
+        return _read(Protocol.KSERVE_V2, lambda: _kserve_v2(document, schema, model_name), max_inputs, schema)
     if schema.list_key in document:
-        items = _only_key(document, schema.list_key, schema)
-        return _counted(ParsedRequest(Protocol.LIST, _elements(items, schema)), max_inputs, schema)
+        return _read(
+            Protocol.LIST,
+            lambda: _listed(Protocol.LIST, _only_key(document, schema.list_key, schema), schema),
+            max_inputs,
+            schema,
+        )
     return ParsedRequest(Protocol.SINGLE, [document])
 
 
-@contextlib.contextmanager
-def _open_inference() -> Iterator[None]:
-    """Errors raised inside answer in the Open Inference Protocol's error shape."""
+def _read(
+    protocol: Protocol, read: Callable[[], ParsedRequest], max_inputs: int, schema: InputSchema
+) -> ParsedRequest:
+    """The request as ``read`` parses it, its inputs counted; when a check raises, its
+    error, to be answered in ``protocol``."""
     try:
-        yield
-    except RequestError as exc:
-        exc.oip = True
-        raise
+        parsed = read()
+        count = len(parsed.inputs)
+        if count == 0:
+            raise schema.error("the request holds no inputs (an empty list)")
+        if count > max_inputs:
+            raise PayloadTooLarge(
+                f"the request holds {count} inputs; the limit is {max_inputs} per request "
+                "(split it into several requests)"
+            )
+    except Exception as exc:
+        return ParsedRequest(protocol, [], error=error_for_exception(exc))
+    return parsed
 
 
 def _only_key(document: dict[str, Any], key: str, schema: InputSchema) -> list[Any]:
@@ -142,20 +172,10 @@ def _only_key(document: dict[str, Any], key: str, schema: InputSchema) -> list[A
     return value
 
 
-def _counted(parsed: ParsedRequest, max_inputs: int, schema: InputSchema) -> ParsedRequest:
-    count = len(parsed.inputs)
-    if count == 0:
-        raise schema.error("the request holds no inputs (an empty list)")
-    if count > max_inputs:
-        raise PayloadTooLarge(
-            f"the request holds {count} inputs; the limit is {max_inputs} per request "
-            "(split it into several requests)"
-        )
-    return parsed
-
-
-def _elements(values: Sequence[Any], schema: InputSchema) -> list[Any]:
-    return [_element_body(value, index, schema) for index, value in enumerate(values)]
+def _listed(protocol: Protocol, values: Sequence[Any], schema: InputSchema) -> ParsedRequest:
+    return ParsedRequest(
+        protocol, [_element_body(value, index, schema) for index, value in enumerate(values)]
+    )
 
 
 def _element_body(value: Any, index: int, schema: InputSchema) -> Any:
@@ -167,16 +187,37 @@ def _element_body(value: Any, index: int, schema: InputSchema) -> Any:
         ((name, inner),) = value.items()
         if name in (key, *V1_INSTANCE_KEYS):
             return {key: inner}
-    return schema.error(f'input {index} must be a string or {{"{key}": "..."}}, got {json.dumps(value)[:80]}')
+    return schema.error.error(
+        f'input {index} must be a string or {{"{key}": "..."}}, got {json.dumps(value)[:80]}'
+    )
 
 
-def _kserve_v2(document: dict[str, Any], schema: InputSchema, tensors: bytes = b"") -> ParsedRequest:
-    """A v2 document (with ``tensors``, the bytes after a binary body's JSON header)."""
-    extra = sorted(set(document) - {"inputs", "id", "parameters", "outputs"})
-    inputs = document["inputs"]
-    if extra or not isinstance(inputs, list) or len(inputs) != 1 or not isinstance(inputs[0], dict):
+def _binary_v2(body: Any, header_length: str, schema: InputSchema, model_name: str) -> ParsedRequest:
+    """A binary v2 body: its JSON header, and the tensors after it."""
+    raw = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+    document, tensors = split_body(raw, header_length, schema.error)
+    if "inputs" not in document:
+        raise schema.error('the JSON header of a binary body must be a KServe v2 {"inputs": [...]}')
+    return _kserve_v2(document, schema, model_name, tensors)
+
+
+def _kserve_v2(
+    document: dict[str, Any], schema: InputSchema, model_name: str, tensors: bytes = b""
+) -> ParsedRequest:
+    """A v2 document (with ``tensors``, the bytes after a binary body's JSON header).
+
+    Top-level keys other than the protocol's own are ignored, as the protocol allows;
+    ``model_name`` (which the KServe SDK sends) must name the model in the path."""
+    named = document.get("model_name")
+    if named is not None and named != model_name:
         raise schema.error(
-            'a KServe v2 body must be {"inputs": [one tensor]} (with optional "id", "parameters", "outputs")'
+            f'the body names model {named!r} ("model_name") but the path names {model_name!r}: '
+            "send the request to the model it names, or drop model_name"
+        )
+    inputs = document["inputs"]
+    if not isinstance(inputs, list) or len(inputs) != 1 or not isinstance(inputs[0], dict):
+        raise schema.error(
+            f'a KServe v2 body\'s "inputs" must be a list of one tensor, got {json.dumps(inputs)[:80]}'
         )
     tensor = inputs[0]
     name = str(tensor.get("name", ""))
@@ -236,12 +277,39 @@ def _binary_output(document: dict[str, Any], schema: InputSchema) -> bool:
     return binary
 
 
+@dataclass(frozen=True)
+class ErrorReply:
+    """A request answered with an error: the error (its status) and the body rendered in
+    the request's protocol."""
+
+    error: RequestError
+    body: dict[str, Any]
+
+
+def error_body(error: RequestError, protocol: Protocol) -> dict[str, Any]:
+    """A request's error body: the Open Inference Protocol's shape on v2, whose clients
+    read "error" as the message string (tritonclient fails on anything else); ours else."""
+    if protocol is Protocol.KSERVE_V2:
+        return {"error": error.message, "type": error.code}
+    return input_error_body(error)
+
+
+def input_error_body(error: RequestError) -> dict[str, Any]:
+    """One input's error in a response that lists every input's answer, in any protocol."""
+    return {"error": {"type": error.code, "message": error.message}}
+
+
 def compose_response(parsed: ParsedRequest, results: Sequence[Any], model_name: str) -> Any:
     """The request's response in its own protocol (a BinaryBody when a v2 request asked for
-    binary output); a RequestError, in JSON, when no input succeeded."""
+    binary output); an ErrorReply, in JSON, when its envelope or every input failed."""
+    if parsed.error is not None:
+        return ErrorReply(parsed.error, error_body(parsed.error, parsed.protocol))
     if parsed.protocol is Protocol.SINGLE:
-        return results[0]
-    items = [result.to_body() if isinstance(result, RequestError) else result for result in results]
+        (result,) = results
+        if isinstance(result, RequestError):
+            return ErrorReply(result, error_body(result, parsed.protocol))
+        return result
+    items = [input_error_body(result) if isinstance(result, RequestError) else result for result in results]
     if parsed.protocol is Protocol.KSERVE_V1:
         body: dict[str, Any] = {"predictions": items}
     elif parsed.protocol is Protocol.KSERVE_V2:
@@ -254,9 +322,8 @@ def compose_response(parsed: ParsedRequest, results: Sequence[Any], model_name: 
         body = {"results": items}
     errors = [result for result in results if isinstance(result, RequestError)]
     if len(errors) == len(results):
-        rejected = InputsRejected(int(errors[0].status), body, len(results))
-        rejected.oip = parsed.protocol is Protocol.KSERVE_V2
-        return rejected
+        rejected = inputs_rejected(errors[0], len(results))
+        return ErrorReply(rejected, {**error_body(rejected, parsed.protocol), **body})
     if parsed.binary_output:
         return _as_binary(body)
     return body

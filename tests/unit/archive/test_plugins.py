@@ -19,9 +19,10 @@ def test_the_oip_plugin_compiles_into_a_jar_torchserve_discovers(tmp_path: Path)
     jar = build_plugin(PLUGINS_SOURCE / "oip", tmp_path)
     with zipfile.ZipFile(jar) as archive:
         names = set(archive.namelist())
-        endpoint = archive.read(SERVICE).decode().strip()
-    assert endpoint == "dev.tsbatch.oip.OpenInferenceEndpoint"
-    assert f"{endpoint.replace('.', '/')}.class" in names and STAMP_ENTRY in names
+        endpoints = archive.read(SERVICE).decode().split()
+    assert endpoints == ["dev.tsbatch.oip.OpenInferenceEndpoint", "dev.tsbatch.oip.KServeV1Endpoint"]
+    assert {f"{endpoint.replace('.', '/')}.class" for endpoint in endpoints} <= names
+    assert STAMP_ENTRY in names
 
 
 def test_a_jar_is_rebuilt_only_when_its_sources_change(tmp_path: Path) -> None:

@@ -39,10 +39,14 @@ def test_multi_input_pools_rotate_protocols_that_the_handlers_parse() -> None:
     texts = payloads.text_pool(["freeze my card", "hi there", "what is my balance"], seed=0, json_share=0.5)
     for pool, schema in ((images, IMAGE_INPUTS), (texts, TEXT_INPUTS)):
         requests = payloads.multi_input_pool(pool, per_request=3)
-        protocols = [parse_request({"body": json.loads(r.body)}, schema, 8).protocol for r in requests[:3]]
+        protocols = [
+            parse_request({"body": json.loads(r.body)}, schema, 8, "m").protocol for r in requests[:3]
+        ]
         assert protocols == [Protocol.LIST, Protocol.KSERVE_V1, Protocol.KSERVE_V2]
         for request in requests:
-            parsed = parse_request({"body": json.loads(request.body)}, schema, 8)
+            parsed = parse_request({"body": json.loads(request.body)}, schema, 8, "m")
             assert len(parsed.inputs) == 3 and request.content_type == "application/json"
-    first = parse_request({"body": json.loads(payloads.multi_input_pool(texts, 2)[0].body)}, TEXT_INPUTS, 8)
+    first = parse_request(
+        {"body": json.loads(payloads.multi_input_pool(texts, 2)[0].body)}, TEXT_INPUTS, 8, "m"
+    )
     assert [value["text"] for value in first.inputs] == [payloads.input_value(p) for p in texts[:2]]

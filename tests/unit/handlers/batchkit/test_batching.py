@@ -13,7 +13,7 @@ from batchkit.batching import (
     scatter,
     valid_subset,
 )
-from batchkit.errors import InferenceFailed, InvalidInput, PayloadTooLarge, RequestError, ResourceExhausted
+from batchkit.errors import InvalidInput, PayloadTooLarge, RequestError
 
 
 def decode_number(payload: object) -> int:
@@ -37,8 +37,8 @@ def test_bad_items_keep_their_own_errors_and_good_ones_their_results_in_order() 
     assert calls == [[1, 3, 5]], "the model runs once, on the valid subset only"
     assert run.outputs == [10, 30, 50] and run.rejected_inputs == 2
     assert results[0] == {"value": 10} and results[2] == {"value": 30} and results[4] == {"value": 50}
-    assert isinstance(results[1], InvalidInput) and results[1].status == 400
-    assert isinstance(results[3], PayloadTooLarge) and results[3].status == 413
+    assert results[1] == RequestError(400, "invalid_input", "not a number: 'x'")
+    assert results[3] == RequestError(413, "payload_too_large", "too big")
 
 
 def test_all_invalid_never_calls_the_model() -> None:
@@ -57,14 +57,16 @@ def test_model_failure_fails_only_the_valid_items_with_a_5xx() -> None:
     run = run_batch([1, "x", 2], decode_number, infer, str)
     results = run.responses
     assert run.outputs == [], "a failed model run has no outputs to report on"
-    assert isinstance(results[0], ResourceExhausted) and results[0].status == 503
-    assert isinstance(results[1], InvalidInput)
-    assert isinstance(results[2], ResourceExhausted)
+    assert [(r.status, r.code) for r in results] == [
+        (503, "resource_exhausted"),
+        (400, "invalid_input"),
+        (503, "resource_exhausted"),
+    ]
 
 
 def test_model_returning_wrong_count_is_reported_not_scattered() -> None:
     results = run_batch([1, 2, 3], decode_number, lambda items: items[:2], str).responses
-    assert all(isinstance(r, InferenceFailed) for r in results)
+    assert all(r.code == "inference_failed" for r in results)
     assert "inference returned 2 results for 3 inputs" in results[0].message
 
 
@@ -84,11 +86,24 @@ def test_one_failing_encode_fails_only_itself() -> None:
 
     results = run_batch([1, 2, 3], decode_number, lambda items: [i * 10 for i in items], encode).responses
     assert results[0] == "10" and results[2] == "30"
-    assert isinstance(results[1], InferenceFailed)
+    assert results[1].code == "inference_failed"
+
+
+def test_an_input_rejected_before_decode_stays_rejected_and_is_not_decoded() -> None:
+    rejected = InvalidInput.error("input 1 must be a string")
+    seen: list[object] = []
+
+    def decode(payload: object) -> int:
+        seen.append(payload)
+        return decode_number(payload)
+
+    run = run_batch([1, rejected, 3], decode, lambda items: items, str)
+    assert seen == [1, 3]
+    assert run.responses == ["1", rejected, "3"] and run.rejected_inputs == 1
 
 
 def test_scatter_checks_lengths() -> None:
-    decoded = [1, InvalidInput("bad"), 3]
+    decoded = [1, InvalidInput.error("bad"), 3]
     subset = valid_subset(decoded)
     assert subset.indices == [0, 2]
     with pytest.raises(BatchLengthError):

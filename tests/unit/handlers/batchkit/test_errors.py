@@ -1,7 +1,11 @@
-"""Request errors: each carries its HTTP status and its JSON body (batchkit/errors.py)."""
+"""Request errors: immutable values with their HTTP status, made once from what a decoder
+raises (batchkit/errors.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 import torch
 
 from batchkit.errors import (
@@ -9,29 +13,37 @@ from batchkit.errors import (
     InvalidImage,
     InvalidInput,
     PayloadTooLarge,
+    RequestError,
     ResourceExhausted,
     error_for_exception,
+    inputs_rejected,
 )
 
 
-def test_error_body_shape() -> None:
-    body = InvalidInput("empty body").to_body()
-    assert body == {"error": {"type": "invalid_input", "message": "empty body"}}
+def test_each_rejection_maps_to_its_status_and_code() -> None:
+    assert InvalidImage.error("x") == RequestError(400, "invalid_image", "x")
+    assert InvalidImage.error("x").phrase == "Bad Request"
+    assert (PayloadTooLarge.error("x").status, PayloadTooLarge.error("x").code) == (413, "payload_too_large")
+    assert InferenceFailed.error("x").status == 500
+    assert ResourceExhausted.error("x").status == 503
 
 
-def test_each_error_carries_its_status() -> None:
-    assert (InvalidImage("x").status, InvalidImage("x").phrase) == (400, "Bad Request")
-    assert PayloadTooLarge("x").status == 413
-    assert InferenceFailed("x").status == 500
-    assert ResourceExhausted("x").status == 503
+def test_an_error_is_an_immutable_value() -> None:
+    error = InvalidInput.error("empty body")
+    field = "message"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(error, field, "changed")
+    assert error == InvalidInput.error("empty body") and hash(error) == hash(InvalidInput.error("empty body"))
 
 
 def test_exceptions_map_to_the_error_that_answers_them() -> None:
-    request_error = InvalidInput("bad")
-    assert error_for_exception(request_error) is request_error
-    assert isinstance(error_for_exception(MemoryError()), ResourceExhausted)
-    assert isinstance(
-        error_for_exception(torch.cuda.OutOfMemoryError("CUDA out of memory")), ResourceExhausted
-    )
-    unexpected = error_for_exception(KeyError("boom"))
-    assert type(unexpected) is InferenceFailed and unexpected.message == "KeyError: 'boom'"
+    assert error_for_exception(InvalidInput("bad")) == RequestError(400, "invalid_input", "bad")
+    assert error_for_exception(MemoryError()).code == "resource_exhausted"
+    assert error_for_exception(torch.cuda.OutOfMemoryError("CUDA out of memory")).status == 503
+    assert error_for_exception(KeyError("boom")) == RequestError(500, "inference_failed", "KeyError: 'boom'")
+
+
+def test_a_request_whose_inputs_all_failed_takes_its_first_error_status() -> None:
+    rejected = inputs_rejected(PayloadTooLarge.error("big"), 2)
+    assert (rejected.status, rejected.code) == (413, "all_inputs_rejected")
+    assert rejected.message == "all 2 inputs of the request were rejected; each input's error is in the body"

@@ -145,3 +145,22 @@ def test_a_binary_v2_request_gets_bytes_and_its_header_length_beside_json_mates(
     assert responses[1] == {"value": 4, "label": "odd"}
     assert context.statuses == {2: (400, "Bad Request")}
     assert "Inference-Header-Content-Length is 9999" in responses[2]["error"]
+
+
+def test_a_v2_body_naming_another_model_fails_alone_in_the_protocol_shape(
+    model_dir, fake_context_factory
+) -> None:
+    handler = DoublingHandler()
+    context = started(handler, model_dir, fake_context_factory)
+    tensor = {"name": "n", "datatype": "BYTES", "shape": [1], "data": ['{"number": 3}']}
+    named = [{"body": {"model_name": name, "id": "a", "inputs": [tensor]}} for name in ("doubler", "other")]
+    responses = handler.handle([*named, {"body": 5}], context)
+    # Naming its own model, the request gets past its envelope to decode (which wants a number).
+    assert json.loads(responses[0]["outputs"][0]["data"][0])["error"]["message"] == "not a number"
+    assert responses[1] == {
+        "error": "the body names model 'other' (\"model_name\") but the path names 'doubler': "
+        "send the request to the model it names, or drop model_name",
+        "type": "invalid_input",
+    }
+    assert responses[2] == {"value": 10, "label": "odd"}
+    assert context.statuses == {0: (400, "Bad Request"), 1: (400, "Bad Request")}

@@ -14,14 +14,34 @@ from batchkit.binary_tensors import (
     encode_elements,
     header_length_of,
 )
-from batchkit.errors import InputsRejected, InvalidImage, InvalidInput, InvalidText, PayloadTooLarge
+from batchkit.errors import InvalidImage, InvalidText, PayloadTooLarge, RequestError
 from batchkit.images import IMAGE_INPUTS
-from batchkit.protocols import FORM_ENCODED_MESSAGE, Protocol, compose_response, parse_request
+from batchkit.protocols import (
+    FORM_ENCODED_MESSAGE,
+    ErrorReply,
+    ParsedRequest,
+    Protocol,
+    compose_response,
+    input_error_body,
+    parse_request,
+)
 from batchkit.text import TEXT_INPUTS
 
 
 def parse(request: object, schema=IMAGE_INPUTS, max_inputs: int = 8, header_length: str | None = None):
-    return parse_request(request, schema, max_inputs, header_length)
+    return parse_request(request, schema, max_inputs, "m", header_length)
+
+
+def rejection(parsed: ParsedRequest) -> RequestError:
+    """The error of a request rejected as a whole, which then holds no inputs."""
+    assert parsed.error is not None and parsed.inputs == []
+    return parsed.error
+
+
+def v2_text(**document: object) -> dict[str, object]:
+    """A JSON v2 request of two texts, with ``document``'s keys beside its inputs."""
+    tensor = {"name": "text", "datatype": "BYTES", "shape": [2], "data": ["a", "b"]}
+    return {"body": {"inputs": [tensor], **document}}
 
 
 @pytest.mark.parametrize(
@@ -47,7 +67,7 @@ def test_kserve_v1_instances_accept_strings_and_data_or_b64_objects() -> None:
     parsed = parse({"body": {"instances": ["aGk=", {"data": "aGk="}, {"b64": "aGk="}, {"other": 1}, 7]}})
     assert parsed.protocol is Protocol.KSERVE_V1
     assert parsed.inputs[:3] == [{"image": "aGk="}] * 3
-    assert all(isinstance(value, InvalidImage) for value in parsed.inputs[3:])
+    assert all(value.code == "invalid_image" for value in parsed.inputs[3:])
     assert "input 4 must be a string" in parsed.inputs[4].message
 
 
@@ -71,40 +91,58 @@ def test_kserve_v2_bytes_tensor() -> None:
         ({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1.0]}]}, "BYTES"),
         ({"inputs": [{"name": "x", "datatype": "BYTES", "shape": [3], "data": ["a"]}]}, "product is 1"),
         ({"inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "data": "a"}]}, "list of strings"),
-        ({"inputs": []}, "one tensor"),
+        ({"inputs": []}, "must be a list of one tensor, got []"),
         ({"instances": "aGk="}, "must be a list"),
         ({"instances": ["a"], "extra": 1}, "unexpected keys"),
     ],
 )
 def test_malformed_envelopes_reject_the_request(document: dict, message: str) -> None:
-    with pytest.raises(InvalidText, match=message):
-        parse({"body": document}, TEXT_INPUTS)
+    error = rejection(parse({"body": document}, TEXT_INPUTS))
+    assert (error.status, error.code) == (400, "invalid_text")
+    assert message in error.message
+
+
+def test_a_v2_body_may_name_its_model_and_carry_keys_the_protocol_does_not_define() -> None:
+    parsed = parse(v2_text(id="1", model_name="m", model_version="2", trace={"span": 7}), TEXT_INPUTS)
+    assert (parsed.error, parsed.inputs, parsed.request_id) == (None, [{"text": "a"}, {"text": "b"}], "1")
+
+
+def test_a_v2_body_naming_another_model_is_a_400_naming_both() -> None:
+    parsed = parse(v2_text(model_name="resnet18"), TEXT_INPUTS)
+    error = rejection(parsed)
+    assert parsed.protocol is Protocol.KSERVE_V2 and error.status == 400
+    assert "the body names model 'resnet18' (\"model_name\") but the path names 'm'" in error.message
+
+
+def test_a_binary_v2_body_naming_another_model_is_a_400_too() -> None:
+    request, length = binary_request([b"a"], model_name="bert_intent")
+    assert "names model 'bert_intent'" in rejection(parse(request, header_length=length)).message
+    named, length = binary_request([b"a"], model_name="m")
+    assert parse(named, header_length=length).inputs == [b"a"]
 
 
 def test_an_empty_list_is_a_400_and_too_many_inputs_a_413() -> None:
-    with pytest.raises(InvalidInput, match="no inputs"):
-        parse({"body": {"images": []}})
-    with pytest.raises(PayloadTooLarge, match="9 inputs; the limit is 8") as caught:
-        parse({"body": {"instances": ["aGk="] * 9}})
-    assert caught.value.status == 413
+    assert "no inputs" in rejection(parse({"body": {"images": []}})).message
+    too_many = rejection(parse({"body": {"instances": ["aGk="] * 9}}))
+    assert too_many.status == 413 and "9 inputs; the limit is 8" in too_many.message
 
 
 def test_a_form_encoded_body_that_reached_the_model_as_nothing_says_which_header_to_send() -> None:
-    with pytest.raises(InvalidImage) as caught:
-        parse({})
-    assert caught.value.message == FORM_ENCODED_MESSAGE
-    assert "Content-Type: application/octet-stream" in caught.value.message
+    error = rejection(parse({}))
+    assert error == InvalidImage.error(FORM_ENCODED_MESSAGE)
+    assert "Content-Type: application/octet-stream" in error.message
 
 
 def test_responses_follow_the_protocol_and_carry_per_input_errors() -> None:
-    ok, bad = {"intent": "greet"}, InvalidText("text is empty")
+    ok, bad = {"intent": "greet"}, InvalidText.error("text is empty")
+    bad_body = {"error": {"type": "invalid_text", "message": "text is empty"}}
     single = parse({"body": "hi"}, TEXT_INPUTS)
     assert compose_response(single, [ok], "m") == ok
-    assert compose_response(single, [bad], "m") is bad
+    assert compose_response(single, [bad], "m") == ErrorReply(bad, bad_body)
     listed = parse({"body": {"texts": ["hi", " "]}}, TEXT_INPUTS)
-    assert compose_response(listed, [ok, bad], "m") == {"results": [ok, bad.to_body()]}
+    assert compose_response(listed, [ok, bad], "m") == {"results": [ok, bad_body]}
     v1 = parse({"body": {"instances": ["hi", " "]}}, TEXT_INPUTS)
-    assert compose_response(v1, [ok, bad], "m") == {"predictions": [ok, bad.to_body()]}
+    assert compose_response(v1, [ok, bad], "m") == {"predictions": [ok, bad_body]}
     v2 = parse(
         {
             "body": {
@@ -118,17 +156,32 @@ def test_responses_follow_the_protocol_and_carry_per_input_errors() -> None:
     assert (body["model_name"], body["id"]) == ("m", "7")
     (output,) = body["outputs"]
     assert (output["datatype"], output["shape"]) == ("BYTES", [2])
-    assert [json.loads(item) for item in output["data"]] == [ok, bad.to_body()]
+    assert [json.loads(item) for item in output["data"]] == [ok, bad_body]
 
 
 def test_a_request_whose_inputs_all_fail_takes_the_first_error_status_and_keeps_each_error() -> None:
     listed = parse({"body": {"images": ["a", "b"]}})
-    too_big, bad = PayloadTooLarge("big"), InvalidImage("bad")
+    too_big, bad = PayloadTooLarge.error("big"), InvalidImage.error("bad")
     rejected = compose_response(listed, [too_big, bad], "m")
-    assert isinstance(rejected, InputsRejected) and rejected.status == 413
-    body = rejected.to_body()
-    assert body["error"]["type"] == "all_inputs_rejected"
-    assert body["results"] == [too_big.to_body(), bad.to_body()]
+    assert isinstance(rejected, ErrorReply) and rejected.error.status == 413
+    assert rejected.body["error"]["type"] == "all_inputs_rejected"
+    assert rejected.body["results"] == [input_error_body(too_big), input_error_body(bad)]
+
+
+def test_many_inputs_may_share_one_error_and_each_renders_alike() -> None:
+    shared = InvalidImage.error("bad")
+    v1 = parse({"body": {"instances": ["a", "b", "c"]}})
+    body = compose_response(v1, [{"ok": 1}, shared, shared], "m")
+    assert body == {"predictions": [{"ok": 1}, input_error_body(shared), input_error_body(shared)]}
+    assert shared == InvalidImage.error("bad")
+
+
+def test_a_request_error_renders_in_the_protocol_of_the_request_it_answers() -> None:
+    error = InvalidText.error("text is empty")
+    ours = compose_response(ParsedRequest(Protocol.LIST, [], error=error), [], "m")
+    oip = compose_response(ParsedRequest(Protocol.KSERVE_V2, [], error=error), [], "m")
+    assert ours == ErrorReply(error, {"error": {"type": "invalid_text", "message": "text is empty"}})
+    assert oip == ErrorReply(error, {"error": "text is empty", "type": "invalid_text"})
 
 
 # ---- the binary tensor extension -----------------------------------------------------
@@ -245,10 +298,10 @@ def test_malformed_binary_bodies_are_a_400_naming_the_fault(case: str) -> None:
     header, tensor = json.loads(body[: int(length)]), body[int(length) :]
     breaks, message = MALFORMED[case]
     broken, broken_length = breaks(header, tensor)
-    with pytest.raises(InvalidImage) as caught:
-        parse({"body": broken}, header_length=broken_length)
-    assert message in caught.value.message
-    assert caught.value.status == 400
+    parsed = parse({"body": broken}, header_length=broken_length)
+    error = rejection(parsed)
+    assert message in error.message
+    assert (parsed.protocol, error.status, error.code) == (Protocol.KSERVE_V2, 400, "invalid_image")
 
 
 @pytest.mark.parametrize(
@@ -279,14 +332,12 @@ def test_an_unknown_requested_output_is_a_400_naming_the_outputs_that_exist() ->
         "inputs": [{"name": "t", "datatype": "BYTES", "shape": [1], "data": ["a"]}],
         "outputs": [{"name": "predict"}],
     }
-    with pytest.raises(
-        InvalidText, match=r"unknown output 'predict': this model's outputs are \['predictions'\]"
-    ):
-        parse({"body": document}, TEXT_INPUTS)
+    error = rejection(parse({"body": document}, TEXT_INPUTS))
+    assert error.message == "unknown output 'predict': this model's outputs are ['predictions']"
 
 
 def test_a_binary_response_round_trips_through_its_header_and_elements() -> None:
-    ok, bad = {"intent": "greet", "confidence": 0.9}, InvalidText("text is empty")
+    ok, bad = {"intent": "greet", "confidence": 0.9}, InvalidText.error("text is empty")
     request, length = binary_request([b"hi", b" "], id="q", parameters={"binary_data_output": True})
     body = compose_response(parse(request, TEXT_INPUTS, header_length=length), [ok, bad], "m")
     assert isinstance(body, BinaryBody)
@@ -298,16 +349,16 @@ def test_a_binary_response_round_trips_through_its_header_and_elements() -> None
     tensor = body.data[body.header_length :]
     assert output["parameters"] == {"binary_data_size": len(tensor)}
     elements = bytes_elements(tensor, 2, "predictions", InvalidText)
-    assert [json.loads(element) for element in elements] == [ok, bad.to_body()]
+    assert [json.loads(element) for element in elements] == [ok, input_error_body(bad)]
 
 
 def test_a_binary_request_whose_inputs_all_fail_is_answered_in_json() -> None:
     request, length = binary_request([b"x", b"y"], parameters={"binary_data_output": True})
     rejected = compose_response(
-        parse(request, header_length=length), [InvalidImage("a"), InvalidImage("b")], "m"
+        parse(request, header_length=length), [InvalidImage.error("a"), InvalidImage.error("b")], "m"
     )
-    assert isinstance(rejected, InputsRejected) and rejected.status == 400
-    assert rejected.to_body()["outputs"][0]["shape"] == [2]
+    assert isinstance(rejected, ErrorReply) and rejected.error.status == 400
+    assert rejected.body["outputs"][0]["shape"] == [2]
 
 
 def test_binary_elements_keep_empty_and_non_ascii_values() -> None:
@@ -318,21 +369,18 @@ def test_binary_elements_keep_empty_and_non_ascii_values() -> None:
 
 def test_kserve_v2_request_errors_take_the_protocol_error_shape() -> None:
     request, length = binary_request([b"a"])
-    with pytest.raises(InvalidImage) as caught:
-        parse(request, header_length="999999")
-    assert caught.value.to_body() == {
+    broken = parse(request, header_length="999999")
+    assert compose_response(broken, [], "m").body == {
         "error": f"Inference-Header-Content-Length is 999999 but the body is {len(request['body'])} bytes",
         "type": "invalid_image",
     }
-    with pytest.raises(InvalidText) as json_caught:
-        parse(
-            {"body": {"inputs": [{"name": "t", "datatype": "FP32", "shape": [1], "data": [1]}]}}, TEXT_INPUTS
-        )
-    assert isinstance(json_caught.value.to_body()["error"], str)
-    with pytest.raises(InvalidText) as ours:
-        parse({"body": {"texts": "x"}}, TEXT_INPUTS)
-    assert ours.value.to_body()["error"]["type"] == "invalid_text"
-    rejected = compose_response(parse(request, header_length=length), [InvalidImage("bad")], "m")
-    body = rejected.to_body()
+    wrong_type = parse(
+        {"body": {"inputs": [{"name": "t", "datatype": "FP32", "shape": [1], "data": [1]}]}}, TEXT_INPUTS
+    )
+    assert isinstance(compose_response(wrong_type, [], "m").body["error"], str)
+    ours = parse({"body": {"texts": "x"}}, TEXT_INPUTS)
+    assert compose_response(ours, [], "m").body["error"]["type"] == "invalid_text"
+    rejected = compose_response(parse(request, header_length=length), [InvalidImage.error("bad")], "m")
+    body = rejected.body
     assert body["error"] == "all 1 inputs of the request were rejected; each input's error is in the body"
     assert json.loads(body["outputs"][0]["data"][0]) == {"error": {"type": "invalid_image", "message": "bad"}}

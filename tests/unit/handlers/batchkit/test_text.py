@@ -64,7 +64,7 @@ def test_text_from_body_rejects_bad_bodies(body: object, fragment: str) -> None:
     with pytest.raises(InvalidText, match=fragment) as info:
         text_from_body(body, 1024)
     assert info.value.status == 400
-    assert info.value.to_body()["error"]["type"] == "invalid_text"
+    assert info.value.code == "invalid_text"
 
 
 def test_text_from_body_refuses_oversized_bodies() -> None:

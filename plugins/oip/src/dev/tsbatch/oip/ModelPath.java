@@ -4,7 +4,11 @@ import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 
-/** A /v2/models/{name}[/versions/{version}][/{action}] path; action is "" for metadata. */
+/**
+ * A model route: /v2/models/{name}[/versions/{version}][/{action}] (action "" for
+ * metadata), or KServe v1's /v1/models/{name}[:predict|:explain] (action "" for its
+ * status, "infer" for predict).
+ */
 final class ModelPath {
     final String name;
     final String version;
@@ -32,6 +36,27 @@ final class ModelPath {
             return null;
         }
         return new ModelPath(name, version, rest.isEmpty() ? "" : rest.get(0));
+    }
+
+    /** The KServe v1 model route of the segments after /v1, or null when they are not one. */
+    static ModelPath parseV1(List<String> path) {
+        if (path.size() != 2 || !path.get(0).equals("models")) {
+            return null;
+        }
+        String last = path.get(1);
+        int colon = last.lastIndexOf(':');
+        if (colon < 0) {
+            return new ModelPath(decode(last), null, "");
+        }
+        String name = decode(last.substring(0, colon));
+        switch (last.substring(colon + 1)) {
+            case "predict":
+                return new ModelPath(name, null, "infer");
+            case "explain":
+                return new ModelPath(name, null, "explain");
+            default:
+                return null;
+        }
     }
 
     private static String decode(String segment) {

@@ -97,15 +97,23 @@ public class OpenInferenceEndpoint extends ModelServerEndpoint {
         } else if (route.action.isEmpty()) {
             send(response, 200, modelMetadata(model));
         } else {
-            String why = notReadyReason(model);
-            JsonObject ready = new JsonObject();
-            ready.addProperty("name", model.getModelName());
-            ready.addProperty("ready", why == null);
-            if (why != null) {
-                ready.addProperty("error", why);
-            }
-            send(response, why == null ? 200 : 503, ready);
+            sendModelReady(response, model);
         }
+    }
+
+    /**
+     * A model's readiness as both protocols answer it: 200 {"name", "ready": true}, or 503
+     * with "ready": false and "error" saying why.
+     */
+    static void sendModelReady(Response response, Model model) throws IOException {
+        String why = notReadyReason(model);
+        JsonObject ready = new JsonObject();
+        ready.addProperty("name", model.getModelName());
+        ready.addProperty("ready", why == null);
+        if (why != null) {
+            ready.addProperty("error", why);
+        }
+        send(response, why == null ? 200 : 503, ready);
     }
 
     private static void serverReady(Response response) throws IOException {
