@@ -5,7 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tsbatch.cli.loadtest import LOCUSTFILE, locust_command
+import pytest
+
+from tsbatch.cli.loadtest import LOCUSTFILE, locust_command, parser
 from tsbatch.paths import REPO_ROOT
 
 LOCUST = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE)]
@@ -38,6 +40,15 @@ def test_ui_binds_loopback_unless_told_otherwise() -> None:
 
 def test_locust_help_asks_locust() -> None:
     assert locust_command(["--locust-help", "-u", "3"]) == [*LOCUST, "--help"]
+
+
+def test_help_lists_the_plugin_options_locust_would_take(capsys: pytest.CaptureFixture[str]) -> None:
+    """Locust's own --help answers before loading the locustfile, so it cannot list them."""
+    with pytest.raises(SystemExit):
+        parser().parse_known_args(["--help"])
+    text = capsys.readouterr().out
+    for option in ("--sla-profile", "--mix", "--warmup", "--sla-report", "--shape"):
+        assert f"  {option} " in text, option
 
 
 def listed_classes(locustfile: str) -> list[str]:
