@@ -102,16 +102,16 @@ LOADTEST_WARMUP ?= 5
 LOADTEST_PROFILE ?=
 LOADTEST_ARGS ?=
 LOADTEST_REPORTS := reports/loadtest
-LOCUST := $(TSBATCH) loadtest -u $(LOADTEST_USERS) -r $(LOADTEST_RATE) \
+LOADTEST := $(TSBATCH) loadtest -u $(LOADTEST_USERS) -r $(LOADTEST_RATE) \
           $(if $(LOADTEST_PROFILE),--sla-profile $(LOADTEST_PROFILE))
 
 loadtest: $(INSTALLED) ## Headless load test gated on loadtest/sla.yaml (exit 1 on a breach); reports in reports/loadtest/
 	@mkdir -p $(LOADTEST_REPORTS)
-	$(LOCUST) -t $(LOADTEST_TIME) --warmup $(LOADTEST_WARMUP) --only-summary --csv $(LOADTEST_REPORTS)/locust --html $(LOADTEST_REPORTS)/locust.html \
+	$(LOADTEST) -t $(LOADTEST_TIME) --warmup $(LOADTEST_WARMUP) --only-summary --csv $(LOADTEST_REPORTS)/locust --html $(LOADTEST_REPORTS)/locust.html \
 	  --sla-report $(LOADTEST_REPORTS)/sla.json --sla-html $(LOADTEST_REPORTS)/sla.html $(LOADTEST_ARGS)
 
 loadtest-ui: $(INSTALLED) ## Locust web UI with a live "SLA gate" tab (and /sla with the server view) on http://127.0.0.1:8089
-	$(LOCUST) --ui --web-host 127.0.0.1 --web-port 8089 $(LOADTEST_ARGS)
+	$(LOADTEST) --ui --web-host 127.0.0.1 --web-port 8089 $(LOADTEST_ARGS)
 
 IMAGE ?= localhost/torchserve-batch-toolkit:dev
 
