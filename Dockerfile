@@ -45,16 +45,16 @@ RUN python -m venv /opt/venv \
 COPY pyproject.toml models.yaml config.properties metrics.yaml ./
 COPY handlers/ handlers/
 COPY tsbatch/ tsbatch/
-COPY scripts/ scripts/
 COPY data/ data/
 # `make archive`: export (ResNet weights from models.yaml's `weights.path`, which may point
 # into the build context, or torchvision's ImageNet weights; the intent model trains on
 # data/intents), verify, package. Unlike `make archive`, the image refuses the offline
 # digits placeholder unless the build is run with --build-arg TSBATCH_ALLOW_DIGITS=1.
-# The toolkit itself goes in first, editable as in `make install` (its paths resolve to /app).
+# The toolkit itself goes in first, editable as in `make install` (its paths resolve to /app),
+# which puts the `tsbatch` command into /opt/venv/bin.
 ARG TSBATCH_ALLOW_DIGITS=0
 RUN /opt/venv/bin/python -m pip install --no-cache-dir --no-deps --editable . \
-    && /opt/venv/bin/python -m scripts.build
+    && /opt/venv/bin/tsbatch archive
 # `make plugins`: the frontend plugin serving the Open Inference Protocol's health,
 # readiness and metadata routes (plugins/oip), compiled against the torchserve wheel's
 # frontend jar into build/plugins/ (plugins_path in the container configs). javac comes
@@ -64,7 +64,7 @@ COPY plugins/ plugins/
 RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jdk-headless \
     && rm -rf /var/lib/apt/lists/* \
-    && /opt/venv/bin/python -m scripts.build_plugins
+    && /opt/venv/bin/tsbatch plugins
 
 # ---------------------------------------------------------------- serving image
 FROM runtime-base
@@ -79,7 +79,6 @@ COPY --from=build /app/build /app/build
 COPY pyproject.toml models.yaml config.properties metrics.yaml /app/
 COPY handlers/ /app/handlers/
 COPY tsbatch/ /app/tsbatch/
-COPY scripts/ /app/scripts/
 COPY loadtest/ /app/loadtest/
 COPY data/ /app/data/
 COPY deploy/ /app/deploy/

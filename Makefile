@@ -5,6 +5,7 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
+TSBATCH := $(VENV)/bin/tsbatch
 INSTALLED := $(VENV)/.installed
 SERVE_DIR := .serve
 PYTEST_ARGS ?=
@@ -36,27 +37,27 @@ java: ## Check Java 17 (installs it with apt-get when root)
 ALLOW_DIGITS ?= 1
 
 archive: $(INSTALLED) plugins ## Export, verify and package every model into model-store/ (prints training reports)
-	TSBATCH_ALLOW_DIGITS=$(ALLOW_DIGITS) $(PY) -m scripts.build
+	TSBATCH_ALLOW_DIGITS=$(ALLOW_DIGITS) $(TSBATCH) archive
 	@for report in build/*/report.md; do if [ -f "$$report" ]; then echo; cat "$$report"; fi; done
 
 plugins: $(INSTALLED) ## Compile the frontend plugins (Open Inference Protocol health/metadata) into build/plugins/
-	$(PY) -m scripts.build_plugins
+	$(TSBATCH) plugins
 
 serve: install archive ## Build what is missing, start TorchServe in the background, wait for READY
-	$(PY) -m scripts.serve start --run-dir $(SERVE_DIR)
+	$(TSBATCH) serve --run-dir $(SERVE_DIR)
 
 stop: ## Stop the TorchServe started by `make serve`
-	@test -x $(PY) && $(PY) -m scripts.serve stop --run-dir $(SERVE_DIR) || true
+	@test -x $(TSBATCH) && $(TSBATCH) stop --run-dir $(SERVE_DIR) || true
 
 status: ## Show the models of the running server
-	$(PY) -m scripts.serve status --run-dir $(SERVE_DIR)
+	$(TSBATCH) status --run-dir $(SERVE_DIR)
 
 doctor: $(INSTALLED) ## What this machine offers (CPU flags, compiler, CUDA) and what a worker here would serve per model
-	$(PY) -m scripts.doctor
+	$(TSBATCH) doctor
 
 check-config: $(INSTALLED) ## Explain mistakes in config.properties and models.yaml, limits that disagree across them, stale archives
-	$(PY) -m scripts.check_config
-	$(PY) -m deploy.container_config --check
+	$(TSBATCH) check-config
+	$(TSBATCH) container-config --check
 
 test-tools: ## Chromium and Prometheus for the web-UI and scrape tests (apt-get when root)
 	@bash scripts/ensure_chromium.sh
@@ -76,20 +77,20 @@ lint: $(INSTALLED) ## ruff
 	$(VENV)/bin/ruff format --check .
 
 bench: install archive ## Served vs in-process ResNet throughput under 16 clients
-	$(PY) -m scripts.bench_resnet
-	$(PY) -m scripts.bench_multi_input
+	$(TSBATCH) bench resnet
+	$(TSBATCH) bench multi-input
 
 bench-intent: install archive ## Intent handler vs the usual pad-to-128 handler under 16 clients (ARGS="--settings 2x1 --duration 30")
-	$(PY) -m scripts.bench_intent $(ARGS)
+	$(TSBATCH) bench intent $(ARGS)
 
 bench-client: $(INSTALLED) ## The load client's CPU per request vs a threaded requests loop (a few seconds; ARGS="--concurrency 16")
-	$(PY) -m scripts.bench_client $(ARGS)
+	$(TSBATCH) bench client $(ARGS)
 
 sweep: $(INSTALLED) archive ## In-process batch-size sweep -> reports/sweep/ (options: ARGS="--max-batch 8 --iters 5")
-	$(PY) -m scripts.sweep $(ARGS)
+	$(TSBATCH) sweep $(ARGS)
 
 tune: install archive ## SLA-driven batchSize x maxBatchDelay x workers search through TorchServe -> reports/tune/ (QUICK=1 or ARGS=--quick; ARGS=--apply)
-	$(PY) -m scripts.tune $(if $(QUICK),--quick) $(ARGS)
+	$(TSBATCH) tune $(if $(QUICK),--quick) $(ARGS)
 
 gpu-check: ## Sweep both models on a GPU (fp32/fp16/bf16) into reports/gpu-check/ (installs .venv if missing)
 	bash scripts/gpu_check.sh $(ARGS)
@@ -104,16 +105,16 @@ LOADTEST_WARMUP ?= 5
 LOADTEST_PROFILE ?=
 LOADTEST_ARGS ?=
 LOADTEST_REPORTS := reports/loadtest
-LOCUST := $(VENV)/bin/locust -f loadtest/locustfile.py -u $(LOADTEST_USERS) -r $(LOADTEST_RATE) \
+LOADTEST := $(TSBATCH) loadtest -u $(LOADTEST_USERS) -r $(LOADTEST_RATE) \
           $(if $(LOADTEST_PROFILE),--sla-profile $(LOADTEST_PROFILE))
 
 loadtest: $(INSTALLED) ## Headless load test gated on loadtest/sla.yaml (exit 1 on a breach); reports in reports/loadtest/
 	@mkdir -p $(LOADTEST_REPORTS)
-	$(LOCUST) -t $(LOADTEST_TIME) --warmup $(LOADTEST_WARMUP) --headless --only-summary --csv $(LOADTEST_REPORTS)/locust --html $(LOADTEST_REPORTS)/locust.html \
+	$(LOADTEST) -t $(LOADTEST_TIME) --warmup $(LOADTEST_WARMUP) --only-summary --csv $(LOADTEST_REPORTS)/locust --html $(LOADTEST_REPORTS)/locust.html \
 	  --sla-report $(LOADTEST_REPORTS)/sla.json --sla-html $(LOADTEST_REPORTS)/sla.html $(LOADTEST_ARGS)
 
 loadtest-ui: $(INSTALLED) ## Locust web UI with a live "SLA gate" tab (and /sla with the server view) on http://127.0.0.1:8089
-	$(LOCUST) --web-host 127.0.0.1 --web-port 8089 $(LOADTEST_ARGS)
+	$(LOADTEST) --ui --web-host 127.0.0.1 --web-port 8089 $(LOADTEST_ARGS)
 
 IMAGE ?= localhost/torchserve-batch-toolkit:dev
 

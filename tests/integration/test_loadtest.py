@@ -3,7 +3,9 @@ and the server view beside the SLA (batches, queue and handler time scraped from
 
 Each run is Locust as a subprocess (as CI runs it), about 10 s of load on the shared
 instance serving every model, so the mixed scenario covers both models' payloads and
-response schemas.
+response schemas. Headless runs go through `tsbatch loadtest` (what `make loadtest` runs:
+the packaged locustfile); the web-UI run is plain `locust -f loadtest/locustfile.py`, so
+both entry points stay covered.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from tsbatch.paths import REPO_ROOT
 from tsbatch.server.process import TorchServe, free_port
 
 LOCUST = Path(sys.executable).parent / "locust"
+TSBATCH_LOADTEST = [sys.executable, "-m", "tsbatch", "loadtest"]
 LOCUSTFILE = REPO_ROOT / "loadtest" / "locustfile.py"
 CHROMIUM = Path("/usr/bin/chromium")
 MIX = "resnet18=1,bert_intent=1"
@@ -35,7 +38,7 @@ def server(torchserve: TorchServe) -> TorchServe:
     return torchserve
 
 
-def locust_command(
+def locust_options(
     server: TorchServe,
     *extra: str,
     users: int = 4,
@@ -44,8 +47,6 @@ def locust_command(
     metrics_url: str | None = None,
 ) -> list[str]:
     return [
-        str(LOCUST),
-        "-f", str(LOCUSTFILE),
         "-u", str(users),
         "-r", str(spawn_rate),
         "-t", run_time,
@@ -64,7 +65,7 @@ def run_headless(
     server: TorchServe, *extra: str, env: dict[str, str] | None = None, **sizes: Any
 ) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [*locust_command(server, *extra, **sizes), "--headless"],
+        [*TSBATCH_LOADTEST, *locust_options(server, *extra, **sizes)],
         cwd=REPO_ROOT,
         env={**os.environ, **(env or {})},
         capture_output=True,
@@ -194,19 +195,9 @@ def test_web_ui_shows_the_live_sla_table_and_the_server_beside_it(server: TorchS
     sla_file = write_sla(tmp_path, targets, targets)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    command = locust_command(
-        server,
-        "--autostart",
-        "--autoquit",
-        "1",
-        "--web-host",
-        "127.0.0.1",
-        "--web-port",
-        str(port),
-        "--sla-file",
-        str(sla_file),
-        run_time="18s",
-    )
+    ui = ("--autostart", "--autoquit", "1", "--web-host", "127.0.0.1", "--web-port", str(port))
+    options = locust_options(server, *ui, "--sla-file", str(sla_file), run_time="18s")
+    command = [str(LOCUST), "-f", str(LOCUSTFILE), *options]
     with subprocess.Popen(
         command,
         cwd=REPO_ROOT,

@@ -1,4 +1,4 @@
-"""Every path, make target and Python module the README and docs/ name exists.
+"""Every path, make target, `tsbatch` command and Python module the README and docs/ name exists.
 
 Docs drift silently (a moved module, a folder that never existed); this reads the code
 spans, code blocks and links of README.md and docs/*.md and checks each name against the
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tsbatch.cli.commands import COMMANDS
 from tsbatch.paths import REPO_ROOT
 
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
@@ -64,6 +65,23 @@ def named_targets(page: Path) -> set[str]:
     }
 
 
+def named_commands(page: Path) -> set[str]:
+    """`tsbatch <command>` and `tsbatch bench <target>` as the docs show them (options left out)."""
+    return {
+        " ".join(words.split())
+        for code in code_texts(page.read_text())
+        for words in re.findall(r"(?:^|[\s`;&|(/])tsbatch((?: +[a-z][a-z0-9-]*){1,2})", code, re.M)
+    }
+
+
+def command_exists(words: str) -> bool:
+    name, _, target = words.partition(" ")
+    command = COMMANDS.get(name)
+    if command is None:
+        return False
+    return not command.targets or target in {t.name for t in command.targets}
+
+
 def named_modules(page: Path) -> set[str]:
     return {
         module
@@ -98,6 +116,12 @@ def test_named_make_targets_exist(page: Path) -> None:
 
 
 @pytest.mark.parametrize("page", DOCS, ids=lambda page: page.name)
+def test_named_tsbatch_commands_exist(page: Path) -> None:
+    missing = sorted(words for words in named_commands(page) if not command_exists(words))
+    assert not missing, f"{page.name} names tsbatch commands that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda page: page.name)
 def test_named_modules_exist(page: Path) -> None:
     missing = sorted(module for module in named_modules(page) if not module_exists(module))
     assert not missing, f"{page.name} names modules that do not exist: {missing}"
@@ -105,10 +129,16 @@ def test_named_modules_exist(page: Path) -> None:
 
 def test_the_checker_sees_a_missing_name(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("Run `make no-such-target` or `python -m scripts.no_such` on `tsbatch/no_such.py`.\n")
+    page.write_text(
+        "Run `make no-such-target`, `python -m tsbatch.no_such` on `tsbatch/no_such.py`,\n"
+        "`.venv/bin/tsbatch no-such-command --flag` or `tsbatch bench gpu`, not `tsbatch serve`.\n"
+    )
     assert named_targets(page) == {"no-such-target"}
-    assert named_modules(page) == {"scripts.no_such"} and not module_exists("scripts.no_such")
+    assert named_modules(page) == {"tsbatch.no_such"} and not module_exists("tsbatch.no_such")
     assert "tsbatch/no_such.py" in named_paths(page)
+    commands = named_commands(page)
+    assert commands == {"no-such-command", "bench gpu", "serve"}
+    assert [words for words in sorted(commands) if command_exists(words)] == ["serve"]
 
 
 def test_readme_is_a_front_door() -> None:

@@ -6,7 +6,7 @@ a ``.pt2`` for one device and precision. Compiling takes tens of seconds and the
 runs only on the kind of machine it was built on, so the build compiles only what the
 build host itself would serve (``targets: host``): fp32 on a CPU without native bf16, bf16
 on one with it, and the GPU's choice where CUDA works. A CUDA package is built on a GPU
-host (``scripts/gpu_check.sh`` or ``python -m scripts.build`` there). On a CPU with VNNI or
+host (``scripts/gpu_check.sh`` or ``tsbatch archive`` there). On a CPU with VNNI or
 AMX-int8 the host also gets ``cpu-int8``, quantized by ``tsbatch.archive.int8`` instead.
 """
 

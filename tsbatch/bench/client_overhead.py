@@ -5,8 +5,8 @@ the client's CPU time per request matters as much as its request rate. Both clie
 talk to the same tiny keep-alive HTTP/1.1 server answering a fixed small JSON body; it
 runs in its own process, so ``time.process_time()`` of this process is the client alone.
 
-    python -m scripts.bench_client                        # make bench-client
-    python -m scripts.bench_client --concurrency 16 --seconds 3
+    tsbatch bench client  # make bench-client
+    tsbatch bench client --concurrency 16 --seconds 3
 """
 
 from __future__ import annotations

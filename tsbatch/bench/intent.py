@@ -19,8 +19,8 @@ toolkit's load client (``tsbatch.client.load``: a closed loop of 16 keep-alive c
 by default, one process) sends real utterances from the test split and reports throughput
 and nearest-rank latency percentiles. This is a benchmark, not a test: it prints numbers.
 
-    python -m scripts.bench_intent                       # make bench-intent
-    python -m scripts.bench_intent --settings 2x1 --duration 30
+    tsbatch bench intent  # make bench-intent
+    tsbatch bench intent --settings 2x1 --duration 30
 """
 
 from __future__ import annotations

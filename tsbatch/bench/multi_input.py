@@ -9,7 +9,7 @@ TorchServe's batch into one forward pass, so a multi-input request shares the mo
 its batch-mates' images; the difference shows what a client saves in HTTP, queueing and
 worker round trips by packing its images, and what base64 costs beside raw bytes.
 
-    python -m scripts.bench_multi_input --per-request 8 --clients 16 --duration 15
+    tsbatch bench multi-input --per-request 8 --clients 16 --duration 15
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ overhead. Two shapes are measured:
 * ``imagenet``: the production shape (resnet18, 224x224 after resize 256 / crop 224,
   1000 classes) with random weights, for timing only.
 
-    python -m scripts.bench_resnet --shape both --clients 16 --duration 20
+    tsbatch bench resnet --shape both --clients 16 --duration 20
 """
 
 from __future__ import annotations

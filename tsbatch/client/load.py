@@ -4,7 +4,7 @@ Why raw sockets: on the 2-core machines this toolkit targets, the load generator
 CPU with TorchServe's frontend and workers, so every cycle the client spends on a request
 is taken from the server it measures. One asyncio loop over keep-alive HTTP/1.1
 connections, with each request's bytes built once, keeps that cost per request small
-(``python -m scripts.bench_client`` compares it with a threaded ``requests`` loop).
+(``tsbatch bench client`` compares it with a threaded ``requests`` loop).
 
 Two shapes of load (:class:`LoadSpec`): a closed loop of N users, each sending its next
 request when the last answer came, or an open loop of Poisson arrivals at a rate. In the

@@ -6,8 +6,8 @@ them): CUDA packages loaded by workers, fp16/bf16 served with ``TSBATCH_REQUIRE_
 the ``gpu`` SLA profile. With ``--device cpu`` the same steps run on the CPU (the suite's
 smoke test), so the script works the first time it meets a GPU.
 
-    python -m tsbatch.gpucheck.serving serve --device cuda --out reports/gpu-check
-    python -m tsbatch.gpucheck.serving summary --out reports/gpu-check
+    tsbatch gpu-check serve --device cuda --out reports/gpu-check
+    tsbatch gpu-check summary --out reports/gpu-check
 """
 
 from __future__ import annotations

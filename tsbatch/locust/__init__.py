@@ -1,1 +1,1 @@
-"""The Locust plugin behind loadtest/locustfile.py: options, shapes, recording, the SLA web tab."""
+"""The Locust plugin and locustfile behind ``tsbatch loadtest``: options, shapes, recording, the SLA web tab."""

@@ -155,16 +155,16 @@ def status(run_dir: Path) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, action: str = "start") -> int:
+    """``tsbatch serve``, ``stop`` and ``status``: one parser, the action named by the command."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("action", choices=["start", "stop", "status"])
     parser.add_argument("--run-dir", type=Path, default=REPO_ROOT / ".serve")
     parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES)
     parser.add_argument("--timeout", type=float, default=240)
     args = parser.parse_args(argv)
-    if args.action == "start":
+    if action == "start":
         return start(args.run_dir, args.properties, args.timeout)
-    if args.action == "stop":
+    if action == "stop":
         print("[serve] stopped" if stop(args.run_dir) else "[serve] was not running")
         return 0
     return status(args.run_dir)

@@ -6,7 +6,7 @@ ENV/ARG lines give, in the WORKDIR, inside a private root (``unshare --mount`` +
 ``chroot``): the host's /usr, /etc and /dev read-only, a writable /usr/local holding the
 base image's interpreter (a ``python`` as in ``python:3.11-slim``), and empty /opt, /app
 and /tmp. The build context is a stub (a one-module wheel as the requirements, a stub
-toolkit whose ``scripts.build`` reports the interpreter it runs under), so the run takes
+toolkit whose ``tsbatch`` command reports the interpreter it runs under), so the run takes
 seconds and pip stays offline. RUN lines that need the network and the base image's
 package manager (apt-get) are not run.
 """
@@ -32,14 +32,19 @@ REPORT = "app/build-report.json"
 # (pyenv's shims do this), where CPython can no longer find a venv earlier on PATH.
 LAYOUTS = ("image", "wrapper")
 WRAPPER = '#!/bin/sh\nexec /usr/local/bin/python3.11 "$@"\n'
-STUB_BUILD = f"""import json, sys
-try:
-    import {MARKER}
-    found = {MARKER}.__file__
-except ImportError:
-    found = None
-json.dump({{"prefix": sys.prefix, "requirement": found}}, open("/{REPORT}", "w"))
+STUB_TOOLKIT = f"""import json, sys
+
+
+def main():
+    try:
+        import {MARKER}
+        found = {MARKER}.__file__
+    except ImportError:
+        found = None
+    json.dump({{"prefix": sys.prefix, "requirement": found}}, open("/{REPORT}", "w"))
 """
+# The stub toolkit's console script, as pyproject.toml's [project.scripts] declares the real one.
+STUB_ENTRY_POINTS = "[console_scripts]\ntsbatch = stub_toolkit:main\n"
 STUB_PYPROJECT = """[build-system]
 requires = []
 build-backend = "stub_backend"
@@ -56,6 +61,8 @@ def _wheel(directory, files):
     files = dict(files)
     files[dist + ".dist-info/METADATA"] = "Metadata-Version: 2.1\\nName: " + NAME + "\\nVersion: 1.0\\n"
     files[dist + ".dist-info/WHEEL"] = "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
+    if os.path.exists("entry_points.txt"):
+        files[dist + ".dist-info/entry_points.txt"] = open("entry_points.txt").read()
     record = []
     for name, text in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
@@ -96,9 +103,8 @@ def stub_context(app: Path) -> None:
         (project / "pyproject.toml").write_text(STUB_PYPROJECT)
         (project / "stub_backend.py").write_text(STUB_BACKEND)
     (app / "requirements.txt").write_text(f"/app/{MARKER}\n")
-    (app / "scripts").mkdir()
-    (app / "scripts" / "__init__.py").write_text("")
-    (app / "scripts" / "build.py").write_text(STUB_BUILD)
+    (app / "stub_toolkit.py").write_text(STUB_TOOLKIT)
+    (app / "entry_points.txt").write_text(STUB_ENTRY_POINTS)
 
 
 def expand(value: str, env: dict[str, str]) -> str:
@@ -114,7 +120,7 @@ def build_stage_steps(dockerfile: Path) -> list[tuple[str, str]]:
 
 def run_build_stages(dockerfile: Path, root: Path, layout: str = "image") -> dict[str, str | None]:
     """Run the build stages' instructions in a private root; return the stub build's report:
-    the prefix `python -m scripts.build` ran under and where it found the requirement."""
+    the prefix `tsbatch archive` ran under and where it found the requirement."""
     for directory in ("usr", "etc", "dev", "opt", "tmp"):
         (root / directory).mkdir(parents=True)
     for link in ("bin", "lib", "lib64", "sbin"):

@@ -1,4 +1,4 @@
-"""The in-process batch-size sweep (``make sweep``, ``python -m scripts.sweep``).
+"""The in-process batch-size sweep (``make sweep``, ``tsbatch sweep``).
 
 Modules by concern: ``inputs`` (scenarios of real inputs), ``targets`` (the models),
 ``measure`` (timing, memory, drift of one point), ``run`` (curves over batch sizes and

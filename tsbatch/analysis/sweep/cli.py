@@ -15,9 +15,9 @@ Writes ``sweep.csv``, one ``<model>_<precision>.png`` per model and precision, a
 ``summary.md`` naming the knee (smallest batch reaching 90% of peak throughput) and the
 largest batch whose p95 stays within the latency budget.
 
-    python -m scripts.sweep                                  # every built model, CPU here
-    python -m scripts.sweep --target resnet18 --max-batch 8 --iters 5
-    python -m scripts.sweep --target resnet18-imagenet --device cuda   # see scripts/gpu_check.sh
+    tsbatch sweep                                           # every built model, CPU here
+    tsbatch sweep --target resnet18 --max-batch 8 --iters 5
+    tsbatch sweep --target resnet18-imagenet --device cuda  # see scripts/gpu_check.sh
 """
 
 from __future__ import annotations

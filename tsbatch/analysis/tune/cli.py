@@ -16,9 +16,9 @@ longer than half the SLA's p99 are never tried, batch sizes above the concurrenc
 unreachable, a longer delay is skipped where a shorter one already formed full batches,
 and a lane stops growing its batch once throughput stops rising.
 
-    python -m scripts.tune                        # every model, cpu profile here
-    python -m scripts.tune --model resnet18 --quick
-    python -m scripts.tune --apply                # write the winners into config.properties
+    tsbatch tune          # every model, cpu profile here
+    tsbatch tune --model resnet18 --quick
+    tsbatch tune --apply  # write the winners into config.properties
 
 Exit status: 0 when every model has a winner, 2 when some model has no configuration
 meeting its SLA (the report says so), 1 on errors.

@@ -7,12 +7,12 @@ validation split; the threshold travels in the archive. Training sees exactly th
 ids the handler will send (the same ``batchkit.text`` functions), with light typo and
 punctuation noise so that real users' spelling does not surprise it.
 
-    python -m scripts.train_intent                         # our data, report only
-    python -m scripts.train_intent --data-format clinc150 --data my_intents.json \\
+    tsbatch train-intent  # our data, report only
+    tsbatch train-intent --data-format clinc150 --data my_intents.json \\
         --base-model /models/bert-base-uncased --out build/my_intents \\
         --min-in-scope-accuracy 0.9 --min-oos-recall 0.8   # gates for this data set
 
-``python -m scripts.export_intent`` takes the same options and also builds the archive files.
+``tsbatch export-intent`` takes the same options and also builds the archive files.
 """
 
 from __future__ import annotations

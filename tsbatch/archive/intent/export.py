@@ -9,7 +9,7 @@ must follow ``map_location`` onto the worker's GPU). Writes into ``build/bert_in
 ``model.pt``, ``labels.json``, ``handler_config.json``, ``build_info.json``,
 ``tokenizer/`` and the training report (``report.json``, ``report.md``).
 
-    python -m scripts.export_intent [--base-model DIR] [--data-format clinc150 --data FILE]
+    tsbatch export-intent [--base-model DIR] [--data-format clinc150 --data FILE]
 """
 
 from __future__ import annotations

@@ -1,1 +1,0 @@
-"""Command-line entry points (``python -m scripts.<name>``); the code lives in ``tsbatch``."""

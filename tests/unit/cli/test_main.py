@@ -1,0 +1,127 @@
+"""`tsbatch`: every job listed with one line, every job's --help with an example, clear errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tsbatch.cli.commands import COMMANDS, Command
+from tsbatch.cli.main import main
+from tsbatch.paths import REPO_ROOT
+
+# (words after `tsbatch`, command) for every command that runs a job: `serve`, `bench resnet`, ...
+LEAVES = [([command.name], command) for command in COMMANDS.values() if not command.targets] + [
+    ([command.name, target.name], target) for command in COMMANDS.values() for target in command.targets
+]
+MAKEFILE_JOBS = {
+    "serve", "stop", "status", "doctor", "archive", "check-config", "loadtest", "tune", "sweep",
+    "bench", "plugins", "gpu-check", "export-resnet", "export-intent", "train-intent", "split-intents", "package",
+}  # fmt: skip
+
+
+def test_help_lists_every_command_with_its_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("usage: tsbatch <command> [options]")
+    for command in COMMANDS.values():
+        assert f"  {command.name} " in text and command.summary in text, command.name
+    assert set(COMMANDS) >= MAKEFILE_JOBS
+
+
+def test_bench_help_lists_its_targets(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert {target.name for target in COMMANDS["bench"].targets} == {
+        "resnet",
+        "intent",
+        "client",
+        "multi-input",
+    }
+    for target in COMMANDS["bench"].targets:
+        assert f"  {target.name} " in text and target.summary in text
+
+
+@pytest.mark.parametrize(
+    "words,command", LEAVES, ids=lambda value: " ".join(value) if isinstance(value, list) else ""
+)
+def test_each_command_help_names_it_and_shows_an_example(
+    words: list[str], command: Command, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main([*words, "--help"])
+    assert stop.value.code == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"usage: tsbatch {' '.join(words)} "), text[:200]
+    assert "\nexample" in text
+    for example in command.examples:
+        assert f"\n  {example}" in text
+
+
+@pytest.mark.parametrize(
+    "words,command", LEAVES, ids=lambda value: " ".join(value) if isinstance(value, list) else ""
+)
+def test_examples_run_the_command_they_document(words: list[str], command: Command) -> None:
+    assert command.examples
+    for example in command.examples:
+        assert example.split()[: len(words) + 1] == ["tsbatch", *words], example
+
+
+def test_unknown_command_exits_2_and_suggests_the_close_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["serv"])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    assert "unknown command 'serv' (did you mean 'serve'?)" in error and "tsbatch --help" in error
+
+
+def test_unknown_bench_target_and_missing_command_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "gpu"])
+    assert stop.value.code == 2 and "unknown command 'gpu'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        main([])
+    assert stop.value.code == 2 and "name a command" in capsys.readouterr().err
+
+
+def test_arguments_reach_the_job_and_its_status_comes_back(tmp_path: Path, capsys) -> None:
+    """`tsbatch status` is the daemon's status action: nothing runs in an empty folder."""
+    assert main(["status", "--run-dir", str(tmp_path)]) == 1
+    assert capsys.readouterr().out.strip() == "[serve] not running"
+    with pytest.raises(SystemExit) as stop:
+        main(["status", "--no-such-option"])
+    assert stop.value.code == 2
+    assert "usage: tsbatch status" in capsys.readouterr().err
+
+
+def test_help_is_fast_to_import() -> None:
+    """Listing the commands imports none of their modules (no torch, no locust)."""
+    probe = (
+        "import sys; from tsbatch.cli.main import main; main(['--help']); "
+        "heavy = sorted(m for m in ('torch', 'locust', 'tsbatch.archive', 'tsbatch.server') if m in sys.modules); "
+        "sys.exit(str(heavy) if heavy else 0)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO_ROOT,
+        env=os.environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "usage: tsbatch" in result.stdout
+
+
+def test_python_dash_m_tsbatch_is_the_same_command() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tsbatch", "no-such-command"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "unknown command 'no-such-command'" in result.stderr

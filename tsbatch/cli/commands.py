@@ -1,0 +1,189 @@
+"""Every ``tsbatch`` subcommand: its one-line summary, the function it runs and an example.
+
+Targets are ``module:function`` strings, so listing the commands imports nothing heavy
+(``tsbatch --help`` stays fast and never loads torch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand; ``targets`` instead of ``target`` makes it a group (``tsbatch bench resnet``)."""
+
+    name: str
+    summary: str
+    examples: tuple[str, ...]
+    target: str = ""
+    action: str | None = None  # passed as ``action=`` to a main() that serves several actions
+    targets: tuple[Command, ...] = ()
+
+
+GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
+    (
+        "Serve",
+        (
+            Command(
+                "serve",
+                "build what is missing, start TorchServe in the background, wait for READY",
+                ("tsbatch serve", "tsbatch serve --run-dir .serve --timeout 600"),
+                "tsbatch.server.daemon:main",
+                action="start",
+            ),
+            Command(
+                "stop",
+                "stop the TorchServe that `tsbatch serve` started",
+                ("tsbatch stop",),
+                "tsbatch.server.daemon:main",
+                action="stop",
+            ),
+            Command(
+                "status",
+                "show the models of the running server and what each worker serves",
+                ("tsbatch status",),
+                "tsbatch.server.daemon:main",
+                action="status",
+            ),
+            Command(
+                "loadtest",
+                "Locust on the toolkit's locustfile, gated on loadtest/sla.yaml (headless unless --ui)",
+                (
+                    "tsbatch loadtest -u 8 -r 4 -t 30s --warmup 5 --only-summary",
+                    "tsbatch loadtest --ui --web-host 127.0.0.1 --web-port 8089",
+                ),
+                "tsbatch.cli.loadtest:main",
+            ),
+        ),
+    ),
+    (
+        "Check",
+        (
+            Command(
+                "doctor",
+                "what this machine offers (CPU flags, compiler, CUDA) and what a worker would serve",
+                ("tsbatch doctor",),
+                "tsbatch.machine:main",
+            ),
+            Command(
+                "check-config",
+                "explain mistakes in config.properties and models.yaml, and stale archives",
+                ("tsbatch check-config", "tsbatch check-config --no-archives --strict"),
+                "tsbatch.config.check:main",
+            ),
+            Command(
+                "container-config",
+                "write or check the container and cluster configs derived from config.properties",
+                ("tsbatch container-config --check",),
+                "tsbatch.config.profiles:main",
+            ),
+            Command(
+                "gpu-check",
+                "serve every precision on the device and summarise (the Python half of scripts/gpu_check.sh)",
+                (
+                    "tsbatch gpu-check serve --device cuda --out reports/gpu-check",
+                    "tsbatch gpu-check summary --out reports/gpu-check",
+                ),
+                "tsbatch.gpucheck.serving:main",
+            ),
+        ),
+    ),
+    (
+        "Build",
+        (
+            Command(
+                "archive",
+                "export (when needed), verify and package every model of models.yaml into model-store/",
+                ("tsbatch archive", "tsbatch archive --model resnet18 --force-export"),
+                "tsbatch.archive.pipeline:main",
+            ),
+            Command(
+                "package",
+                "repackage exported models with the settings of config.properties (seconds)",
+                ("tsbatch package", "tsbatch package --model bert_intent"),
+                "tsbatch.archive.package:main",
+            ),
+            Command(
+                "plugins",
+                "compile the TorchServe frontend plugins (plugins/*) into build/plugins/",
+                ("tsbatch plugins",),
+                "tsbatch.archive.plugins:main",
+            ),
+            Command(
+                "export-resnet",
+                "export and verify the ResNet classifier (your weights, torchvision's, or digits)",
+                ("tsbatch export-resnet --weights W.pth --labels labels.txt",),
+                "tsbatch.archive.resnet.export:main",
+            ),
+            Command(
+                "export-intent",
+                "train, export and verify the intent classifier into build/bert_intent/",
+                ("tsbatch export-intent --base-model /models/bert-base-uncased",),
+                "tsbatch.archive.intent.export:main",
+            ),
+            Command(
+                "train-intent",
+                "train the intent classifier and write its report, without packaging",
+                ("tsbatch train-intent --out build/intent_check --strict",),
+                "tsbatch.archive.intent.cli:main",
+            ),
+            Command(
+                "split-intents",
+                "split data/intents/raw into the committed train/val/test files",
+                ("tsbatch split-intents --check",),
+                "tsbatch.archive.intent.split:main",
+            ),
+        ),
+    ),
+    (
+        "Analyse",
+        (
+            Command(
+                "sweep",
+                "in-process batch-size sweep of the exported models into reports/sweep/",
+                ("tsbatch sweep --target resnet18 --max-batch 8 --iters 5",),
+                "tsbatch.analysis.sweep.cli:main",
+            ),
+            Command(
+                "tune",
+                "SLA-driven batchSize x maxBatchDelay x workers search through TorchServe",
+                ("tsbatch tune --quick", "tsbatch tune --model resnet18 --apply"),
+                "tsbatch.analysis.tune.cli:main",
+            ),
+            Command(
+                "bench",
+                "benchmarks that print figures beside a baseline measured in the same run",
+                ("tsbatch bench resnet --shape both", "tsbatch bench intent --settings 2x1 --duration 30"),
+                targets=(
+                    Command(
+                        "resnet",
+                        "served vs in-process ResNet throughput, per runtime x precision",
+                        ("tsbatch bench resnet --shape both --clients 16 --duration 20",),
+                        "tsbatch.bench.resnet:main",
+                    ),
+                    Command(
+                        "multi-input",
+                        "images/s with several images per request vs one, same server",
+                        ("tsbatch bench multi-input --per-request 8 --clients 16 --duration 15",),
+                        "tsbatch.bench.multi_input:main",
+                    ),
+                    Command(
+                        "intent",
+                        "our intent handler vs the usual pad-to-128 handler, same model and settings",
+                        ("tsbatch bench intent --settings 2x1 --duration 30",),
+                        "tsbatch.bench.intent:main",
+                    ),
+                    Command(
+                        "client",
+                        "the load client's CPU per request vs a threaded requests loop",
+                        ("tsbatch bench client --concurrency 16 --seconds 3",),
+                        "tsbatch.bench.client_overhead:main",
+                    ),
+                ),
+            ),
+        ),
+    ),
+)
+
+COMMANDS: dict[str, Command] = {command.name: command for _, commands in GROUPS for command in commands}

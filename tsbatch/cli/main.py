@@ -1,0 +1,104 @@
+"""``tsbatch <command> [options]``: the toolkit's one command (``tsbatch --help`` lists the jobs).
+
+Only the command name is parsed here; its arguments go untouched to the ``main(argv)`` that
+does the work, so each job keeps one parser and one ``--help``. That help is printed as
+``tsbatch <command>`` with the command's examples after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from tsbatch.cli.commands import COMMANDS, GROUPS, Command
+
+PROGRAM = "tsbatch"
+HELP_FLAGS = ("-h", "--help")
+SUMMARY = "TorchServe handlers, archives, load tests and batch tuning for latency SLAs."
+
+
+def examples_text(examples: Sequence[str]) -> str:
+    return "\n".join(["example:" if len(examples) == 1 else "examples:", *(f"  {e}" for e in examples)])
+
+
+def listing_parser(
+    prog: str, description: str, groups: Sequence[tuple[str, Sequence[Command]]], examples: Sequence[str]
+) -> argparse.ArgumentParser:
+    """A parser whose help lists ``groups`` of commands, one line each, then the examples."""
+    width = max(len(command.name) for _, commands in groups for command in commands) + 2
+    sections = [
+        "\n".join([f"{title}:", *(f"  {c.name:<{width}}{c.summary}" for c in commands)])
+        for title, commands in groups
+    ]
+    closing = f"`{prog} <command> --help` shows the options of a command and an example."
+    return argparse.ArgumentParser(
+        prog=prog,
+        usage=f"{prog} <command> [options]",
+        description=description,
+        epilog="\n\n".join([*sections, examples_text(examples), closing]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def top_parser() -> argparse.ArgumentParser:
+    return listing_parser(
+        PROGRAM, SUMMARY, GROUPS, ("tsbatch serve", "tsbatch loadtest -t 30s", "tsbatch stop")
+    )
+
+
+@contextmanager
+def program_name(prog: str) -> Iterator[None]:
+    """argparse names a program after ``sys.argv[0]``: the job's parser then says ``tsbatch <command>``."""
+    saved = sys.argv[0] if sys.argv else ""
+    if sys.argv:
+        sys.argv[0] = prog
+    else:
+        sys.argv.append(prog)
+    try:
+        yield
+    finally:
+        sys.argv[0] = saved
+
+
+def run(command: Command, args: list[str], prog: str) -> int:
+    """Import the command's module now (torch and friends load only for the job that needs them)."""
+    module_name, _, function_name = command.target.partition(":")
+    function = getattr(importlib.import_module(module_name), function_name)
+    keywords = {"action": command.action} if command.action else {}
+    with program_name(prog):
+        try:
+            return int(function(args, **keywords) or 0)
+        except SystemExit as stop:
+            if stop.code in (0, None) and any(arg in HELP_FLAGS for arg in args):
+                print(f"\n{examples_text(command.examples)}")
+            raise
+
+
+def dispatch(parser: argparse.ArgumentParser, commands: Sequence[Command], args: list[str], prog: str) -> int:
+    by_name = {command.name: command for command in commands}
+    if not args:
+        parser.print_help(sys.stderr)
+        parser.exit(2, f"\n{prog}: error: name a command\n")
+    if args[0] in HELP_FLAGS:
+        parser.print_help()
+        return 0
+    name, rest = args[0], args[1:]
+    command = by_name.get(name)
+    if command is None:
+        close = difflib.get_close_matches(name, list(by_name), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        parser.error(f"unknown command {name!r}{hint}; `{prog} --help` lists them")
+    sub_prog = f"{prog} {name}"
+    if command.targets:
+        listing = listing_parser(sub_prog, command.summary, [("targets", command.targets)], command.examples)
+        return dispatch(listing, command.targets, rest, sub_prog)
+    return run(command, rest, sub_prog)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    return dispatch(top_parser(), list(COMMANDS.values()), args, PROGRAM)
