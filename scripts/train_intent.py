@@ -1,6 +1,6 @@
-"""`python -m scripts.train_intent`: train the intent classifier and write its report (the code lives in `tsbatch.archive.intent.cli`)."""
+"""`python -m scripts.train_intent`: train the intent classifier and write its report (the code lives in `tsbatch.kinds.text.cli`)."""
 
-from tsbatch.archive.intent.cli import main
+from tsbatch.kinds.text.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())
