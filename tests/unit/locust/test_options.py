@@ -46,7 +46,7 @@ def test_run_config_needs_an_sla_for_every_model_in_the_mix(tmp_path: Path) -> N
 def test_the_default_mix_is_every_manifest_model_and_a_model_needs_a_kind(tmp_path: Path) -> None:
     assert default_mix() == "resnet18=1,bert_intent=1"
     sla_file = tmp_path / "sla.yaml"
-    sla_file.write_text(DEFAULT_SLA_FILE.read_text().replace("resnet18:", "foreign:", 1))
+    sla_file.write_text(DEFAULT_SLA_FILE.read_text().replace("resnet18:", "foreign:"))
     with pytest.raises(UnknownModel, match=r"'foreign' is not in models\.yaml.*--requests"):
         run_config(SimpleNamespace(mix="foreign=1", sla_profile="cpu", sla_file=str(sla_file)))
 
