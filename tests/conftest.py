@@ -187,7 +187,7 @@ def image_bytes(
 @pytest.fixture(scope="session")
 def tiny_base_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A local Hugging Face folder (weights + config + tokenizer), as --base-model takes."""
-    from tsbatch.archive.intent.model import save_tokenizer
+    from tsbatch.kinds.text.model import save_tokenizer
 
     folder = tmp_path_factory.mktemp("tiny_bert")
     torch.manual_seed(0)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from batchkit.config import ImageModelConfig, ModelConfig, TextModelConfig, from_mapping
+from batchkit.config import from_mapping
 from batchkit.loader import (
     compiled_file_name,
     device_signature,
@@ -28,6 +28,7 @@ from batchkit.precision import choose_precision, cpu_flags, cpu_model_name, cuda
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.kinds.registry import KINDS
 from tsbatch.paths import DEFAULT_PROPERTIES
 
 # The CPU flags that change what is served: bf16 and int8 dot products, and the ISA the
@@ -42,7 +43,6 @@ RELEVANT_FLAGS = (
     "avx_vnni",
     "amx_int8",
 )
-CONFIG_TYPES: dict[str, type[ModelConfig]] = {"image": ImageModelConfig, "text": TextModelConfig}
 
 
 def flag_lines(flags: set[str]) -> list[str]:
@@ -81,7 +81,7 @@ def model_lines(name: str, kind: str, artifact_dir: Path, batch_size: int) -> li
     config_path = artifact_dir / artifacts.HANDLER_CONFIG_FILE
     if not config_path.exists():
         return [f"  {name}: not built (make archive)"]
-    config = from_mapping(CONFIG_TYPES[kind], {**artifacts.read_json(config_path), "torch_threads": 1})
+    config = from_mapping(KINDS[kind].config, {**artifacts.read_json(config_path), "torch_threads": 1})
     choice = worker_precision(config, torch.device("cpu"))
     candidates, skipped = plan_candidates(config, artifact_dir, "cpu", choice.precision, batch_size)
     lines = [f"  {name}: precision {choice.precision} ({choice.reason})"]

@@ -3,6 +3,8 @@
 The build writes one ``handler:`` section per model (see ``tsbatch/archive/package.py``); the
 handler reads it back through :func:`from_mapping`, which rejects unknown or missing keys
 so that a typo in a manifest fails at load time instead of silently using a default.
+The defaults here are the only ones: ``models.yaml``'s keys for the handler are generated
+from these fields (``tsbatch.archive.schema.handler_model``).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ ConfigT = TypeVar("ConfigT", bound=ModelConfig)
 class ImageModelConfig(ModelConfig):
     """How the image classifier archive was built and must be fed."""
 
-    architecture: str
+    architecture: str = "resnet18"
     weights: str
     resize_size: int
     crop_size: int
@@ -76,7 +78,7 @@ class TextModelConfig(ModelConfig):
 
     tokenizer_dir: str
     base_model: str
-    max_length: int
+    max_length: int = 64
     oos_threshold: float
     oos_label: str = "oos"
     token_budget: int = 4096

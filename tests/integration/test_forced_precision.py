@@ -22,9 +22,10 @@ from PIL import Image
 from batchkit.tolerance import probabilities_disagree
 from tests.conftest import TINY_LABELS, tiny_image_handler, write_tiny_clinc
 from tsbatch.archive import artifacts
-from tsbatch.archive.intent.export import export as export_intent
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import private_store
+from tsbatch.kinds.text.export import export as export_intent
+from tsbatch.kinds.text.schema import TextModel
 from tsbatch.server.process import TorchServe
 from tsbatch.server.served import served_decision
 
@@ -62,7 +63,7 @@ def tiny_intent_build(build: Path, base_model: Path, data: Path) -> None:
             "enforce_gates": False,  # one epoch of a random model: the path is under test, not accuracy
         },
         precision=PRECISION,
-    ).text
+    ).entry_as(TextModel)
     export_intent(spec, settings, spec.artifact_dir)
 
 

@@ -18,10 +18,11 @@ import tritonclient.http as triton
 from tritonclient.utils import InferenceServerException
 
 from batchkit.tolerance import needs_same_top1, tolerance
+from tsbatch.kinds.image.workload import answer_problems as image_problems
+from tsbatch.kinds.text.workload import answer_problems as text_problems
 from tsbatch.server.process import TorchServe
 from tsbatch.server.served import served_decision
 from tsbatch.workloads.payloads import image_pool
-from tsbatch.workloads.schemas import intent_problems, resnet_problems
 
 RESNET, INTENT = "resnet18", "bert_intent"
 TEXTS = [b"freeze my card", b"what's my routing number", b"is it going to rain", "café près d'ici".encode()]
@@ -143,7 +144,7 @@ def test_images_in_binary_v2_with_bad_inputs_equal_each_image_sent_alone(torchse
     assert results["good"].get_response()["id"] == "r2"
     assert results["good"].get_output("predictions")["parameters"]["binary_data_size"] > 0
     for got, index in ((mixed[0], 0), (mixed[2], 1), (good[0], 2), (good[1], 3)):
-        assert resnet_problems(got) == []
+        assert image_problems(got, RESNET) == []
         assert_agrees(got, alone[index], "predictions", "index", torchserve, RESNET)
     assert mixed[1]["error"]["type"] == "invalid_image"
     assert mixed[3]["error"] == {"type": "invalid_image", "message": "empty request body"}
@@ -161,7 +162,7 @@ def test_texts_in_binary_v2_with_bad_inputs_equal_each_text_sent_alone(torchserv
     got = answers(result)
     assert [got[0]["intent"], got[2]["intent"]] == [alone[0]["intent"], alone[1]["intent"]]
     for answer, index in ((got[0], 0), (got[2], 1)):
-        assert intent_problems(answer) == []
+        assert text_problems(answer, INTENT) == []
         assert_agrees(answer, alone[index], "top_k", "intent", torchserve, INTENT)
     assert got[1]["error"] == {"type": "invalid_text", "message": "text is empty"}
     assert "not valid UTF-8" in got[3]["error"]["message"]

@@ -16,10 +16,11 @@ import requests
 from PIL import Image
 
 from tests.integration.support import served_tolerance
+from tsbatch.kinds.image.workload import answer_problems as image_problems
+from tsbatch.kinds.text.workload import answer_problems as text_problems
 from tsbatch.server.process import TorchServe
 from tsbatch.workloads.images import encode
 from tsbatch.workloads.payloads import image_pool
-from tsbatch.workloads.schemas import intent_problems, resnet_problems
 
 RESNET, INTENT = "resnet18", "bert_intent"
 TEXTS = ["freeze my card", "what's my routing number", "how do I change my PIN", "is it going to rain"]
@@ -99,7 +100,7 @@ def test_images_in_every_protocol_concurrently_with_bad_inputs(torchserve: Torch
         (body["single"], 3),
     ]
     for answer, index in answered:
-        assert resnet_problems(answer) == []
+        assert image_problems(answer, RESNET) == []
         assert_same(answer, alone[index], "predictions", "index", served_tolerance(torchserve, "resnet18"))
     assert "not valid base64" in body["list"]["results"][1]["error"]["message"]
     assert body["v1"]["predictions"][2]["error"]["type"] == "invalid_image"
@@ -147,7 +148,7 @@ def test_texts_in_every_protocol_concurrently_with_bad_inputs(torchserve: TorchS
         (body["single"], 2),
     ]
     for answer, index in answered:
-        assert intent_problems(answer) == []
+        assert text_problems(answer, INTENT) == []
         assert answer["intent"] == expected[index]["intent"]
         assert_same(answer, expected[index], "top_k", "intent", served_tolerance(torchserve, "bert_intent"))
     assert body["list"]["results"][1]["error"] == {"type": "invalid_text", "message": "text is empty"}

@@ -1,7 +1,7 @@
 """The model manifest (``models.yaml``): what to build for each served model.
 
 Each entry is validated where it is loaded against its kind's typed model
-(``tsbatch.archive.schema``); a bad entry is one :class:`ManifestError` listing every
+(``tsbatch/kinds/<kind>/schema.py``, found through ``tsbatch.kinds.registry``); a bad entry is one :class:`ManifestError` listing every
 problem with the file, the model, the key and, for an unknown key, the nearest valid one.
 """
 
@@ -13,15 +13,17 @@ import types
 import typing
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from tsbatch.archive.schema import KINDS, ImageModel, ModelEntry, TextModel
+from tsbatch.archive.schema import Common
+from tsbatch.kinds.registry import KINDS
 from tsbatch.paths import DEFAULT_MANIFEST, DEFAULT_PROPERTIES
 
 TOP_LEVEL_KEYS = ("build_dir", "model_store", "models")
+EntryT = TypeVar("EntryT", bound=Common)
 
 
 class ManifestError(ValueError):
@@ -31,7 +33,7 @@ class ManifestError(ValueError):
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
-    config: ModelEntry
+    config: Common  # the entry model of its kind (tsbatch/kinds/<kind>/schema.py)
     build_dir: Path
     root: Path
 
@@ -57,18 +59,10 @@ class ModelSpec:
         entry = {**self.config.model_dump(mode="json", exclude_unset=True), **updates}
         return replace(self, config=validate_entry(self.name, entry, Path("<override>")))
 
-    @property
-    def image(self) -> ImageModel:
-        """The entry as an image model; a ManifestError for another kind."""
-        if not isinstance(self.config, ImageModel):
-            raise ManifestError(f"models.{self.name} is kind {self.kind!r}, not 'image'")
-        return self.config
-
-    @property
-    def text(self) -> TextModel:
-        """The entry as a text model; a ManifestError for another kind."""
-        if not isinstance(self.config, TextModel):
-            raise ManifestError(f"models.{self.name} is kind {self.kind!r}, not 'text'")
+    def entry_as(self, entry_type: type[EntryT]) -> EntryT:
+        """The entry as the model of one kind; a ManifestError for a model of another kind."""
+        if not isinstance(self.config, entry_type):
+            raise ManifestError(f"models.{self.name} is kind {self.kind!r}, not a {entry_type.__name__}")
         return self.config
 
 
@@ -127,7 +121,7 @@ def describe_error(error: dict[str, Any], model_type: type[BaseModel]) -> str:
     return f"`{key}`: {error['msg']} (got {error.get('input')!r})"
 
 
-def validate_entry(name: str, entry: Any, source: Path) -> ModelEntry:
+def validate_entry(name: str, entry: Any, source: Path) -> Common:
     """One ``models:`` entry as its kind's typed model; ManifestError listing every problem."""
     where = f"{source}: models.{name}"
     if not isinstance(entry, dict):
@@ -137,9 +131,9 @@ def validate_entry(name: str, entry: Any, source: Path) -> ModelEntry:
         raise ManifestError(
             f"{where}: `kind` must be one of {sorted(KINDS)} (got {kind!r}){nearest(str(kind), KINDS)}"
         )
-    model_type = KINDS[kind]
+    model_type = KINDS[kind].entry
     try:
-        return model_type.model_validate(entry)
+        return model_type.model_validate({"handler": KINDS[kind].handler, **entry})
     except ValidationError as exc:
         problems = [describe_error(dict(error), model_type) for error in exc.errors()]
         raise ManifestError(f"{where} ({kind}): " + "; ".join(problems)) from None

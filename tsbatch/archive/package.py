@@ -20,7 +20,8 @@ from typing import Any
 
 import yaml
 
-from batchkit.protocols import InputSchema, v2_metadata
+from batchkit.config import from_mapping, to_mapping
+from batchkit.protocols import v2_metadata
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest, parse_manifest_command
 from tsbatch.archive.schema import SERVING_KEYS
@@ -32,6 +33,7 @@ from tsbatch.config.properties import (
     replace_entry,
     update_model_settings,
 )
+from tsbatch.kinds.registry import kind_of
 from tsbatch.paths import DEFAULT_PROPERTIES, HANDLERS_DIR
 
 MODEL_CONFIG_FILE = "model-config.yaml"
@@ -52,9 +54,12 @@ def archive_settings(properties_path: Path, model_name: str) -> dict[str, Any]:
 
 
 def model_config(spec: ModelSpec, settings: dict[str, Any]) -> dict[str, Any]:
-    handler = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
-    handler["torch_threads"] = settings["torchThreads"]
-    handler.update(spec.config.model_dump(include=set(SERVING_KEYS)))
+    """The archive's model-config.yaml: the batch settings, and the export's handler config
+    with the threads and the serving-time keys, as the worker's config type reads it."""
+    exported = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    exported["torch_threads"] = settings["torchThreads"]
+    exported.update(spec.config.model_dump(include=set(SERVING_KEYS)))
+    handler = to_mapping(from_mapping(kind_of(spec).config, exported))
     config = {key: settings[key] for key in BATCH_KEYS}
     config["handler"] = handler
     return config
@@ -70,17 +75,6 @@ def stamp_for(spec: ModelSpec, config: dict[str, Any]) -> str:
     return digest.hexdigest()[:16]
 
 
-def input_schema(kind: str) -> InputSchema:
-    """How a model of this kind names its input (imported here: images pulls in torch)."""
-    if kind == "image":
-        from batchkit.images import IMAGE_INPUTS
-
-        return IMAGE_INPUTS
-    from batchkit.text import TEXT_INPUTS
-
-    return TEXT_INPUTS
-
-
 def stage_extra_files(spec: ModelSpec, staging: Path) -> None:
     """Lay out what goes beside the handler in the archive (torch-model-archiver copies
     the *contents* of a directory given as an extra file)."""
@@ -88,7 +82,7 @@ def stage_extra_files(spec: ModelSpec, staging: Path) -> None:
     shutil.copytree(
         HANDLERS_DIR / "batchkit", staging / "batchkit", ignore=shutil.ignore_patterns("__pycache__")
     )
-    artifacts.write_json(staging / OIP_METADATA_FILE, v2_metadata(input_schema(spec.kind)))
+    artifacts.write_json(staging / OIP_METADATA_FILE, v2_metadata(kind_of(spec).input_schema()))
     skip = {artifacts.MODEL_FILE, artifacts.HANDLER_CONFIG_FILE}
     for path in spec.artifact_dir.iterdir():
         if path.name in skip:

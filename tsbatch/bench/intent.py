@@ -37,11 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from tsbatch.archive import artifacts
-from tsbatch.archive.intent.data import read_csv_examples
 from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest
 from tsbatch.archive.package import archive_settings, private_store
 from tsbatch.archive.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
 from tsbatch.client.load import LoadDriver, LoadSpec
+from tsbatch.kinds.text.data import read_csv_examples
+from tsbatch.kinds.text.schema import TextModel
 from tsbatch.paths import DEFAULT_MANIFEST, DEFAULT_PROPERTIES, REPO_ROOT, REPORTS_DIR
 from tsbatch.server.process import start_instance
 from tsbatch.server.served import worker_rss_mb
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (spec.artifact_dir / artifacts.MODEL_FILE).exists():
         print(f"[bench] no exported model in {spec.artifact_dir}: run `make archive` first", file=sys.stderr)
         return 1
-    test_split = spec.text.data.test
+    test_split = spec.entry_as(TextModel).data.test
     if test_split is None:
         print(f"[bench] models.yaml gives {MODEL} no test split (data.test)", file=sys.stderr)
         return 1

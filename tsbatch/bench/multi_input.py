@@ -25,6 +25,7 @@ from batchkit.binary_tensors import HEADER_LENGTH, bytes_elements, encode_elemen
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.client.load import LoadDriver, LoadSpec, ResponseCheck
 from tsbatch.client.metrics import rise_ratio
+from tsbatch.kinds.lookup import workload_for
 from tsbatch.server.process import TorchServe, start_instance
 from tsbatch.workloads.images import encoded_pictures
 from tsbatch.workloads.schemas import body_problems, multi_input_problems
@@ -41,13 +42,20 @@ def digit_images(count: int, seed: int = 0) -> list[bytes]:
     )
 
 
-def single_check(status: int, body: bytes) -> str | None:
-    return "; ".join(body_problems(MODEL, status, body)[:2]) or None
+def single_check() -> ResponseCheck:
+    answers = workload_for(MODEL).answer_check(MODEL)
+
+    def check(status: int, body: bytes) -> str | None:
+        return "; ".join(body_problems(status, body, answers)[:2]) or None
+
+    return check
 
 
 def multi_check(per_request: int) -> ResponseCheck:
+    answers = workload_for(MODEL).answer_check(MODEL)
+
     def check(status: int, body: bytes) -> str | None:
-        return "; ".join(multi_input_problems(MODEL, status, body, per_request)[:2]) or None
+        return "; ".join(multi_input_problems(status, body, per_request, answers)[:2]) or None
 
     return check
 
@@ -145,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             settings = server.describe(MODEL)[0]
             url = f"{server.url('inference')}{url_path}"
             single = LoadDriver(
-                url, images, content_types="image/png", headers=server.headers(), check=single_check
+                url, images, content_types="image/png", headers=server.headers(), check=single_check()
             )
             multi = LoadDriver(
                 url,

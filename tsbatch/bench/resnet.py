@@ -59,7 +59,7 @@ def payload_images(count: int, shape: str, seed: int = 0) -> list[bytes]:
 
 def imagenet_spec(spec: ModelSpec, work: Path) -> ModelSpec:
     """Export an ImageNet-shaped resnet18 with random weights (timing only) into ``work``."""
-    from tsbatch.archive.resnet.export import export
+    from tsbatch.kinds.image.export import export
 
     weights = work / "random-init-benchmark-only.pth"
     torch.manual_seed(0)

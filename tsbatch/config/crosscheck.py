@@ -14,22 +14,15 @@ from typing import Any
 
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ModelSpec
+from tsbatch.config.bodies import base64_ceiling
 from tsbatch.config.findings import Problem
 from tsbatch.config.properties import load_models
+from tsbatch.kinds.registry import kind_of
 
 # TorchServe 0.12's defaults when config.properties leaves the limits out.
 DEFAULT_MAX_REQUEST_SIZE = 6553500
 DEFAULT_MAX_RESPONSE_SIZE = 6553500
-# A token of our tokenizers is at most this many UTF-8 bytes on average in the worst case
-# (long words, accents): a bound for the size of a text of max_length tokens.
-BYTES_PER_TOKEN = 8
 LABEL_BYTES_WITHOUT_A_BUILD = 64
-JSON_ENVELOPE_BYTES = 64  # {"image": "..."} or {"images": [...]} around the base64
-
-
-def base64_ceiling(request_limit: int) -> int:
-    """The largest input whose base64 JSON body still fits ``request_limit``, in whole KiB."""
-    return (request_limit - JSON_ENVELOPE_BYTES) * 3 // 4 // 1024 * 1024
 
 
 def _limit(values: dict[str, str], key: str, default: int) -> int:
@@ -42,25 +35,18 @@ def largest_answer_bytes(spec: ModelSpec) -> int:
     labels_path = spec.artifact_dir / artifacts.LABELS_FILE
     labels = artifacts.read_labels(labels_path) if labels_path.exists() else []
     label = "x" * max([len(str(label).encode()) for label in labels] or [LABEL_BYTES_WITHOUT_A_BUILD])
-    top_k = spec.config.top_k
-    if spec.kind == "image":
-        entry = {"label": label, "index": 99999, "probability": 0.123456789}
-        answer: dict[str, Any] = {"model": spec.name, "predictions": [entry] * top_k}
-    else:
-        entry = {"intent": label, "probability": 0.123456789}
-        answer = {"model": spec.name, "intent": label, "confidence": 0.123456789, "in_scope": False}
-        answer |= {"top_k": [entry] * top_k, "truncated": False}
+    answer = kind_of(spec).largest_answer(spec.name, label, spec.config.top_k)
     return len(json.dumps(answer).encode()) + 2  # the list's comma and space
 
 
 def body_limits(values: dict[str, str], manifest: Manifest) -> list[Problem]:
-    """Handler limits against the frontend's: a limit the frontend cuts first never fires."""
+    """Handler limits against the frontend's: a limit the frontend cuts first never fires (and
+    each kind's own, such as base64 images or texts of max_length tokens)."""
     request_limit = _limit(values, "max_request_size", DEFAULT_MAX_REQUEST_SIZE)
     response_limit = _limit(values, "max_response_size", DEFAULT_MAX_RESPONSE_SIZE)
     problems = []
     for name, spec in manifest.models.items():
         config, where = spec.config, f"models.yaml models.{name}"
-        base64_body = -(-config.max_body_bytes * 4 // 3) + JSON_ENVELOPE_BYTES
         if config.max_body_bytes >= request_limit:
             problems.append(
                 Problem(
@@ -69,16 +55,6 @@ def body_limits(values: dict[str, str], manifest: Manifest) -> list[Problem]:
                     f"{config.max_body_bytes} is not below config.properties max_request_size {request_limit}: the "
                     "frontend refuses such bodies first, so the handler's 413 never fires. Lower "
                     f"max_body_bytes to {base64_ceiling(request_limit)} (models.yaml), or raise max_request_size.",
-                )
-            )
-        elif spec.kind == "image" and base64_body > request_limit:
-            problems.append(
-                Problem(
-                    "warning",
-                    f"{where}.max_body_bytes",
-                    f"an image of {config.max_body_bytes} bytes sent as base64 JSON takes {base64_body} bytes, above "
-                    f"max_request_size {request_limit}: the frontend refuses it before the handler's 413. Lower "
-                    f"max_body_bytes to {base64_ceiling(request_limit)} (models.yaml) or raise max_request_size.",
                 )
             )
         inputs = config.max_inputs_per_request
@@ -93,19 +69,7 @@ def body_limits(values: dict[str, str], manifest: Manifest) -> list[Problem]:
                     f"{response_limit // (answers // inputs)} (models.yaml) or raise max_response_size.",
                 )
             )
-        if spec.kind == "text":
-            largest = spec.text.max_length * BYTES_PER_TOKEN + 4  # quotes, comma, space
-            texts, ceiling = inputs * largest, min(request_limit, config.max_body_bytes)
-            if texts > ceiling:
-                problems.append(
-                    Problem(
-                        "warning",
-                        f"{where}.max_inputs_per_request",
-                        f"{inputs} texts of max_length {spec.text.max_length} tokens can take {texts} bytes, "
-                        f"above the {ceiling}-byte body limit (max_body_bytes, max_request_size): such a request "
-                        f"is refused whole. Lower max_inputs_per_request to {ceiling // largest} or raise the limit.",
-                    )
-                )
+        problems += kind_of(spec).limits(where, config, request_limit)
     return problems
 
 

@@ -27,32 +27,23 @@ import torch
 from batchkit.precision import PRECISION_ENV, REQUIRE_CUDA_ENV
 from batchkit.tolerance import probabilities_disagree
 from tsbatch.archive import artifacts
-from tsbatch.archive.manifest import load_manifest
+from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.kinds.lookup import workload_for
 from tsbatch.paths import REPO_ROOT
 from tsbatch.server.process import TorchServe, start_instance
 from tsbatch.server.served import served_decision, worker_rss_mb
-from tsbatch.workloads.payloads import Payload, image_pool, text_pool
-from tsbatch.workloads.utterances import read_utterances
 
-MODELS = ("resnet18", "bert_intent")
 RESULTS_FILE = "serving.json"
-ANSWER_KEYS = {"resnet18": ("predictions", "index"), "bert_intent": ("top_k", "intent")}
 
 
-def payloads(model: str, count: int) -> list[Payload]:
-    pool = image_pool(seed=11) if model == "resnet18" else text_pool(read_utterances(), seed=11)
-    return pool[:count]
-
-
-def distribution(model: str, answer: dict[str, Any]) -> dict[str, float]:
-    key, name = ANSWER_KEYS[model]
-    return {str(item[name]): float(item["probability"]) for item in answer[key]}
-
-
-def batch_vs_alone(server: TorchServe, model: str, precision: str, count: int = 8) -> str | None:
+def batch_vs_alone(
+    server: TorchServe, model: str, precision: str, manifest: Manifest, count: int = 8
+) -> str | None:
     """Send ``count`` inputs alone, then all at once: why a batched answer differs from its
-    alone answer beyond the precision's tolerance, or None."""
-    pool = payloads(model, count)
+    alone answer beyond the precision's tolerance, or None. The inputs and the answer's
+    ranking are the model's kind's (models.yaml)."""
+    workload = workload_for(model, manifest)
+    pool = workload.pool(11)[:count]
     alone = [server.predict(model, p.body, p.content_type, timeout=120) for p in pool]
     with ThreadPoolExecutor(max_workers=count) as executor:
         together = list(
@@ -61,7 +52,7 @@ def batch_vs_alone(server: TorchServe, model: str, precision: str, count: int = 
     for single, batched in zip(alone, together, strict=True):
         if single.status_code != 200 or batched.status_code != 200:
             return f"HTTP {single.status_code}/{batched.status_code}: {batched.text[:200]}"
-        first, second = distribution(model, single.json()), distribution(model, batched.json())
+        first, second = workload.distribution(single.json()), workload.distribution(batched.json())
         labels = sorted(set(first) & set(second))
         expected = torch.tensor([[first[label] for label in labels]])
         actual = torch.tensor([[second[label] for label in labels]])
@@ -76,18 +67,21 @@ def batch_vs_alone(server: TorchServe, model: str, precision: str, count: int = 
 def serve_precision(
     precision: str, device: str, out: Path, model_store: Path, locust: tuple[str, int] | None
 ) -> list[dict[str, Any]]:
-    """Start TorchServe with ``precision`` forced (and CUDA required on a GPU); one row per model."""
+    """Start TorchServe with ``precision`` forced (and CUDA required on a GPU); one row per
+    model of models.yaml."""
+    manifest = load_manifest()
+    models = list(manifest.models)
     os.environ[PRECISION_ENV] = precision
     if device == "cuda":
         os.environ[REQUIRE_CUDA_ENV] = "1"
     rows = []
     started = time.perf_counter()
-    server = start_instance(out / f"serve-{precision}", model_store, list(MODELS), timeout=300)
+    server = start_instance(out / f"serve-{precision}", model_store, models, timeout=300)
     try:
         start_s = time.perf_counter() - started
-        for model in MODELS:
+        for model in models:
             decision = served_decision(server, model)
-            problem = batch_vs_alone(server, model, decision["precision"])
+            problem = batch_vs_alone(server, model, decision["precision"], manifest)
             rows.append(
                 {
                     "step": f"serve {precision}",
@@ -126,7 +120,7 @@ def locust_row(server: TorchServe, device: str, out: Path, run_time: str, users:
     (out / "locust.log").write_text(result.stdout + result.stderr)
     return {
         "step": f"locust {run_time} ({'gpu' if device == 'cuda' else 'cpu'} SLA)",
-        "model": "both",
+        "model": "all",
         "served": "",
         "ok": result.returncode == 0,
         "detail": f"exit {result.returncode}; {report.name}"
@@ -204,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 rows += serve_precision(precision, args.device, args.out, load_manifest().model_store, locust)
             except Exception as exc:  # one precision failing must not hide the others
-                rows.append({"step": f"serve {precision}", "model": "both", "served": "", "ok": False,
+                rows.append({"step": f"serve {precision}", "model": "all", "served": "", "ok": False,
                              "detail": f"{type(exc).__name__}: {str(exc)[:300]}", "rss_mb": []})  # fmt: skip
         results.write_text(json.dumps(rows, indent=2))
         return 0 if all(row["ok"] for row in rows) else 1

@@ -114,7 +114,7 @@ class TorchServeUser(FastHttpUser):
         return model
 
     def problems(self, model: str, status: int, content: bytes | None) -> list[str]:
-        return body_problems(model, status, content)
+        return body_problems(status, content, STATE.answer_check(model))
 
     def open_loop(self) -> None:
         """Poisson arrivals at --user-rate per second, each request in its own greenlet."""
@@ -178,7 +178,7 @@ class MultiInputUser(TorchServeUser):
         return f"{model} x{self.inputs_per_request}"
 
     def problems(self, model: str, status: int, content: bytes | None) -> list[str]:
-        return multi_input_problems(model, status, content, self.inputs_per_request)
+        return multi_input_problems(status, content, self.inputs_per_request, STATE.answer_check(model))
 
 
 class SlaShape(LoadTestShape):

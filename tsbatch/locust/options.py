@@ -10,19 +10,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tsbatch.archive.manifest import load_manifest
 from tsbatch.client.auth import DEFAULT_KEY_FILE, management_token
 from tsbatch.config.properties import read_properties
+from tsbatch.kinds.lookup import kind_named
 from tsbatch.locust.server_view import ServerEndpoints
 from tsbatch.locust.shapes import SHAPES, ShapeParams
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE
 from tsbatch.sla.profiles import Sla, SlaError, load_profile
 
-DEFAULT_MIX = "resnet18=1,bert_intent=1"
 # TorchServe's own defaults, for a checkout whose config.properties lacks the addresses.
 DEFAULT_ADDRESSES = {
     "metrics_address": "http://127.0.0.1:8082",
     "management_address": "http://127.0.0.1:8081",
 }
+
+
+def default_mix() -> str:
+    """Every model of models.yaml, weighing 1."""
+    return ",".join(f"{model}=1" for model in load_manifest().models)
 
 
 def add_options(parser: Any) -> None:
@@ -43,7 +49,9 @@ def add_options(parser: Any) -> None:
         "--sla-report", default="", include_in_web_ui=False, help="write the verdict as JSON to this file"
     )
     parser.add_argument(
-        "--mix", default=DEFAULT_MIX, help="traffic weights per model, e.g. resnet18=3,bert_intent=1"
+        "--mix",
+        default=default_mix(),
+        help="traffic weights per model, e.g. resnet18=3,bert_intent=1 (default: every model of models.yaml)",
     )
     parser.add_argument(
         "--mode",
@@ -139,6 +147,9 @@ def run_config(options: Any) -> RunConfig:
     if missing:
         profile = next(iter(slas.values())).profile if slas else options.sla_profile
         raise SlaError(f"no SLA for {missing} in profile {profile!r} of {options.sla_file}")
+    manifest = load_manifest()
+    for model in mix:
+        kind_named(model, manifest)  # what to send a model is its kind's: a model without one is an error
     return RunConfig(mix, slas)
 
 

@@ -11,12 +11,13 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from tsbatch.kinds.lookup import workload_for
 from tsbatch.locust.options import RunConfig
 from tsbatch.locust.recorder import SampleRecorder
 from tsbatch.locust.server_view import ServerView
 from tsbatch.sla import gate
-from tsbatch.workloads.payloads import Payload, image_pool, text_pool
-from tsbatch.workloads.utterances import read_utterances
+from tsbatch.workloads.payloads import Payload
+from tsbatch.workloads.workload import AnswerCheck
 
 logger = logging.getLogger("loadtest")
 
@@ -30,18 +31,17 @@ class LoadTestState:
     config_error: str | None = None
     token: str | None = None
     payloads: dict[str, list[Payload]] = field(default_factory=dict)
+    checks: dict[str, AnswerCheck] = field(default_factory=dict)
     test_started: bool = False
     final: list[gate.Verdict] | None = None
     server_view: ServerView | None = None
 
     def payloads_for(self, model: str, seed: int) -> list[Payload]:
-        """Built once per process; unknown models get the image pool (most vision models take images)."""
+        """The pool of the model's kind in models.yaml, built once per process (an unknown
+        model is a clear error, not a pool of the wrong kind)."""
         if model not in self.payloads:
             started = time.perf_counter()
-            if model == "bert_intent":
-                self.payloads[model] = text_pool(read_utterances(), seed=seed)
-            else:
-                self.payloads[model] = image_pool(seed=seed)
+            self.payloads[model] = workload_for(model).pool(seed)
             logger.info(
                 "%s: %d payloads ready in %.1f s",
                 model,
@@ -49,6 +49,12 @@ class LoadTestState:
                 time.perf_counter() - started,
             )
         return self.payloads[model]
+
+    def answer_check(self, model: str) -> AnswerCheck:
+        """How an answer of ``model`` is judged: its kind's check, looked up once per process."""
+        if model not in self.checks:
+            self.checks[model] = workload_for(model).answer_check(model)
+        return self.checks[model]
 
     def live_verdicts(self) -> tuple[list[gate.Verdict], gate.Window]:
         """Verdicts over the window so far (none while the configuration is unusable), with the

@@ -16,6 +16,7 @@ from tsbatch.archive.package import package
 from tsbatch.archive.plugins import PluginBuildError, build_all
 from tsbatch.config.check import check
 from tsbatch.config.properties import ADDRESS_KEYS, load_models, model_settings, read_properties
+from tsbatch.kinds.lookup import workload_for
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.process import (
     TorchServe,
@@ -80,41 +81,24 @@ def start(run_dir: Path, properties: Path, timeout: float, manifest: Manifest | 
         private_ports=False,
         timeout=timeout,
     )
-    print_endpoints(server, models, run_dir)
+    print_endpoints(server, models, run_dir, manifest)
     return 0
 
 
-DIGIT_PNG = (
-    ".venv/bin/python -c 'from PIL import Image; from sklearn.datasets import load_digits; "
-    'Image.fromarray((load_digits().images[7] * 15).astype("uint8")).resize((32, 32)).save("digit.png")\''
-)
-SAMPLE_TEXT = "I lost my credit card"
-
-
-def example_commands(inference_url: str, key_file: Path, models: list[str]) -> list[str]:
-    """Commands that call each served model, to paste from the repository root. Image
-    bytes go with a Content-Type: without one the frontend form-decodes them."""
+def example_commands(inference_url: str, key_file: Path, models: list[str], manifest: Manifest) -> list[str]:
+    """Commands that call each served model, to paste from the repository root: each
+    model's kind says how (``tsbatch/kinds/<kind>/workload.py``)."""
     commands = [
         f'TOKEN=$(python3 -c \'import json; print(json.load(open("{key_file}"))["inference"]["key"])\')'
     ]
     for model in models:
-        url = f"{inference_url}/predictions/{model}"
-        if model == "bert_intent":
-            commands.append(
-                f"curl -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: text/plain' "
-                f"--data '{SAMPLE_TEXT}' {url}"
-            )
-        else:
-            if DIGIT_PNG not in commands:
-                commands.append(DIGIT_PNG)
-            commands.append(
-                f"curl -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: application/octet-stream' "
-                f"--data-binary @digit.png {url}"
-            )
+        for line in workload_for(model, manifest).example(f"{inference_url}/predictions/{model}"):
+            if line not in commands:  # one digit.png for every image model
+                commands.append(line)
     return commands
 
 
-def print_endpoints(server: TorchServe, models: list[str], run_dir: Path) -> None:
+def print_endpoints(server: TorchServe, models: list[str], run_dir: Path, manifest: Manifest) -> None:
     settings = model_settings(server.properties)
     print(f"\nTorchServe is running (logs: {run_dir}/logs).")
     for kind in ADDRESS_KEYS:
@@ -130,7 +114,7 @@ def print_endpoints(server: TorchServe, models: list[str], run_dir: Path) -> Non
         print(line)
     key_file = (run_dir / "key_file.json").resolve()
     print(f"\nToken auth is on. Keys are in {key_file}. Try, from {REPO_ROOT}:")
-    for command in example_commands(server.url("inference"), key_file, models):
+    for command in example_commands(server.url("inference"), key_file, models, manifest):
         print(f"  {command}")
     print(f"  (the management API at {server.url('management')} takes the 'management' key)")
     print("Stop with: make stop")

@@ -1,36 +1,38 @@
 """Response-body checks: a 200 whose body is not the model's documented answer is a failure.
 
 Each check returns a list of problems (empty when the body is right), so a failed request
-in Locust's report says exactly what was wrong with it.
+in Locust's report says exactly what was wrong with it. The answer of each model kind is
+checked by its workload (``tsbatch/kinds/<kind>/workload.py``), from the parts here.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
+from tsbatch.workloads.workload import AnswerCheck
 
-def _is_number(value: Any) -> bool:
+
+def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _probability_problems(where: str, value: Any) -> list[str]:
-    if not _is_number(value):
+def probability_problems(where: str, value: Any) -> list[str]:
+    if not is_number(value):
         return [f"{where} is {type(value).__name__}, expected a number"]
     if not 0.0 <= float(value) <= 1.0:
         return [f"{where} = {value} is outside [0, 1]"]
     return []
 
 
-def _sorted_desc_problems(where: str, probabilities: list[Any]) -> list[str]:
-    numbers = [float(p) for p in probabilities if _is_number(p)]
+def sorted_desc_problems(where: str, probabilities: list[Any]) -> list[str]:
+    numbers = [float(p) for p in probabilities if is_number(p)]
     if numbers != sorted(numbers, reverse=True):
         return [f"{where} are not sorted by probability, highest first"]
     return []
 
 
-def _object_problems(body: Any, required: dict[str, type | tuple[type, ...]]) -> list[str]:
+def object_problems(body: Any, required: dict[str, type | tuple[type, ...]]) -> list[str]:
     if not isinstance(body, dict):
         return [f"body is {type(body).__name__}, expected a JSON object"]
     problems = []
@@ -40,54 +42,6 @@ def _object_problems(body: Any, required: dict[str, type | tuple[type, ...]]) ->
         elif not isinstance(body[key], expected) or (expected is not bool and isinstance(body[key], bool)):
             problems.append(f"{key!r} is {type(body[key]).__name__}")
     return problems
-
-
-def resnet_problems(body: Any, model: str = "resnet18") -> list[str]:
-    """``{"model", "predictions": [{"label": str, "index": int, "probability": float}, ...]}``, sorted."""
-    problems = _object_problems(body, {"model": str, "predictions": list})
-    if problems:
-        return problems
-    if body["model"] != model:
-        problems.append(f"model is {body['model']!r}, expected {model!r}")
-    predictions = body["predictions"]
-    if not predictions:
-        problems.append("predictions is empty")
-    for index, item in enumerate(predictions):
-        where = f"predictions[{index}]"
-        item_problems = _object_problems(item, {"label": str, "index": int})
-        problems.extend(f"{where}: {p}" for p in item_problems)
-        if not isinstance(item, dict):
-            continue
-        problems.extend(_probability_problems(f"{where}.probability", item.get("probability")))
-    if not problems:
-        problems.extend(_sorted_desc_problems("predictions", [p["probability"] for p in predictions]))
-    return problems
-
-
-def intent_problems(body: Any, model: str = "bert_intent") -> list[str]:
-    """``{"model", "intent", "confidence", "in_scope", "top_k": [{"intent", "probability"}], "truncated"}``."""
-    problems = _object_problems(
-        body, {"model": str, "intent": str, "in_scope": bool, "top_k": list, "truncated": bool}
-    )
-    if problems:
-        return problems
-    if body["model"] != model:
-        problems.append(f"model is {body['model']!r}, expected {model!r}")
-    problems.extend(_probability_problems("confidence", body.get("confidence")))
-    top_k = body["top_k"]
-    if not top_k:
-        problems.append("top_k is empty")
-    for index, item in enumerate(top_k):
-        where = f"top_k[{index}]"
-        problems.extend(f"{where}: {p}" for p in _object_problems(item, {"intent": str}))
-        if isinstance(item, dict):
-            problems.extend(_probability_problems(f"{where}.probability", item.get("probability")))
-    if not problems:
-        problems.extend(_sorted_desc_problems("top_k", [item["probability"] for item in top_k]))
-    return problems
-
-
-CHECKS: dict[str, Callable[[Any], list[str]]] = {"resnet18": resnet_problems, "bert_intent": intent_problems}
 
 
 def error_detail(text: str | bytes | None) -> str:
@@ -103,16 +57,15 @@ def error_detail(text: str | bytes | None) -> str:
     return f": {snippet}" if snippet else ""
 
 
-def body_problems(model: str, status: int, text: str | bytes | None) -> list[str]:
-    """Everything wrong with one HTTP answer for ``model`` (status, JSON, schema)."""
+def body_problems(status: int, text: str | bytes | None, check: AnswerCheck) -> list[str]:
+    """Everything wrong with one HTTP answer (status, JSON, and the model's ``check``)."""
     if status != 200:
         return [f"HTTP {status}{error_detail(text)}"]
     try:
         body = json.loads(text or b"")
     except ValueError:
         return ["body is not JSON"]
-    check = CHECKS.get(model)
-    return check(body) if check else []
+    return check(body)
 
 
 def input_answers(body: Any) -> list[Any] | None:
@@ -133,7 +86,7 @@ def input_answers(body: Any) -> list[Any] | None:
     return None
 
 
-def multi_input_problems(model: str, status: int, text: str | bytes | None, count: int) -> list[str]:
+def multi_input_problems(status: int, text: str | bytes | None, count: int, check: AnswerCheck) -> list[str]:
     """Everything wrong with the answer to a request of ``count`` inputs: each input's answer
     is checked like a single one, and an input's error is a failure."""
     if status != 200:
@@ -146,5 +99,4 @@ def multi_input_problems(model: str, status: int, text: str | bytes | None, coun
         return ["no per-input answers (results, predictions or outputs)"]
     if len(answers) != count:
         return [f"{len(answers)} answers for {count} inputs"]
-    check = CHECKS.get(model, lambda answer: [])
     return [f"input {index}: {problem}" for index, answer in enumerate(answers) for problem in check(answer)]

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from tsbatch.archive.manifest import ManifestError, load_manifest
-from tsbatch.archive.schema import ImageModel, TextModel
+from tsbatch.kinds.image.schema import ImageModel
+from tsbatch.kinds.text.schema import TextModel
 from tsbatch.paths import DEFAULT_MANIFEST
 
 
@@ -25,8 +26,23 @@ def edited_manifest(tmp_path: Path, model: str, **changes: object) -> Path:
 def test_the_shipped_manifest_is_valid_and_typed() -> None:
     manifest = load_manifest()
     assert isinstance(manifest.model("resnet18").config, ImageModel)
-    text = manifest.model("bert_intent").text
+    text = manifest.model("bert_intent").entry_as(TextModel)
     assert isinstance(text, TextModel) and text.max_length == 64 and text.data.strict
+
+
+def test_an_entry_is_read_as_its_own_kind_only() -> None:
+    manifest = load_manifest()
+    assert manifest.model("resnet18").entry_as(ImageModel).architecture == "resnet18"
+    with pytest.raises(ManifestError, match=r"models\.resnet18 is kind .image., not a TextModel"):
+        manifest.model("resnet18").entry_as(TextModel)
+
+
+def test_an_entry_without_a_handler_gets_its_kind_s(tmp_path: Path) -> None:
+    document = yaml.safe_load(DEFAULT_MANIFEST.read_text())
+    del document["models"]["bert_intent"]["handler"]
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump(document))
+    assert load_manifest(path).model("bert_intent").config.handler == "handlers/intent_handler.py"
 
 
 def test_a_typo_names_file_model_key_and_the_intended_key(tmp_path: Path) -> None:

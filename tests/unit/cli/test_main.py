@@ -19,7 +19,7 @@ LEAVES = [([command.name], command) for command in COMMANDS.values() if not comm
 ]
 MAKEFILE_JOBS = {
     "serve", "stop", "status", "doctor", "archive", "check-config", "loadtest", "tune", "sweep",
-    "bench", "plugins", "gpu-check", "export-resnet", "export-intent", "train-intent", "split-intents", "package",
+    "bench", "plugins", "gpu-check", "export-image", "export-text", "train-text", "split-intents", "package",
 }  # fmt: skip
 
 

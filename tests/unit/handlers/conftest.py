@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from tests.conftest import tiny_encoder
-from tsbatch.archive.intent.export import trace
-from tsbatch.archive.intent.model import IntentClassifier, save_tokenizer
+from tsbatch.kinds.text.export import trace
+from tsbatch.kinds.text.model import IntentClassifier, save_tokenizer
 
 TINY_LABELS = ["balance", "card_declined", "transfer", "oos"]
 MAX_LENGTH = 16

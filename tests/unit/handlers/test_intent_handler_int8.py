@@ -16,7 +16,7 @@ from tests.unit.handlers.conftest import MAX_LENGTH, TINY_LABELS
 from tests.unit.handlers.test_intent_handler import body, make_handler
 from tsbatch.archive.compiled import check_record
 from tsbatch.archive.int8.quantize import compile_int8, quantized_op_counts
-from tsbatch.archive.intent.model import IntentClassifier
+from tsbatch.kinds.text.model import IntentClassifier
 
 
 @pytest.fixture(scope="module")

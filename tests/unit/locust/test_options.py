@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from tsbatch.kinds.lookup import UnknownModel
 from tsbatch.locust.options import (
-    DEFAULT_MIX,
     add_options,
+    default_mix,
     parse_mix,
     run_config,
     server_endpoints,
@@ -42,6 +43,14 @@ def test_run_config_needs_an_sla_for_every_model_in_the_mix(tmp_path: Path) -> N
         run_config(SimpleNamespace(mix="resnet18=1", sla_profile="nope", sla_file=str(DEFAULT_SLA_FILE)))
 
 
+def test_the_default_mix_is_every_manifest_model_and_a_model_needs_a_kind(tmp_path: Path) -> None:
+    assert default_mix() == "resnet18=1,bert_intent=1"
+    sla_file = tmp_path / "sla.yaml"
+    sla_file.write_text(DEFAULT_SLA_FILE.read_text().replace("resnet18:", "foreign:"))
+    with pytest.raises(UnknownModel, match=r"'foreign' is not in models\.yaml.*--requests"):
+        run_config(SimpleNamespace(mix="foreign=1", sla_profile="cpu", sla_file=str(sla_file)))
+
+
 class LocustLikeParser(argparse.ArgumentParser):
     """Locust's parser takes ``include_in_web_ui``; plain argparse does not."""
 
@@ -53,7 +62,7 @@ def test_option_defaults_make_a_usable_run_config() -> None:
     parser = LocustLikeParser()
     add_options(parser)
     options = parser.parse_args([])
-    assert (options.mix, options.mode, options.shape) == (DEFAULT_MIX, "closed", "steady")
+    assert (options.mix, options.mode, options.shape) == (default_mix(), "closed", "steady")
     assert Path(options.sla_file) == DEFAULT_SLA_FILE
     assert set(run_config(options).models) == {"resnet18", "bert_intent"}
     opened = parser.parse_args(["--mode", "open", "--user-rate", "5", "--shape", "spike"])

@@ -4,27 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from tsbatch.locust import state as state_module
+from tsbatch.kinds.lookup import UnknownModel
 from tsbatch.locust.state import LoadTestState
-from tsbatch.workloads.payloads import Payload
 
 
-def test_payload_pools_are_built_once_per_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    built: list[str] = []
-
-    def fake_pool(kind: str) -> list[Payload]:
-        built.append(kind)
-        return [Payload(kind.encode(), "application/octet-stream", kind)]
-
-    monkeypatch.setattr(state_module, "image_pool", lambda seed: fake_pool("image"))
-    monkeypatch.setattr(state_module, "read_utterances", lambda: ["hello"])
-    monkeypatch.setattr(state_module, "text_pool", lambda texts, seed: fake_pool("text"))
+def test_payload_pools_are_the_model_kind_s_and_built_once() -> None:
     state = LoadTestState()
-    assert state.payloads_for("bert_intent", seed=0)[0].body == b"text"
-    assert state.payloads_for("resnet18", seed=0)[0].body == b"image"
-    assert state.payloads_for("some_vision_model", seed=0)[0].body == b"image"
-    state.payloads_for("resnet18", seed=0)
-    assert built == ["text", "image", "image"]
+    pool = state.payloads_for("bert_intent", seed=3)
+    assert pool and all(item.content_type.startswith(("text/plain", "application/json")) for item in pool)
+    assert state.payloads_for("bert_intent", seed=3) is pool
+    with pytest.raises(UnknownModel, match="--requests"):
+        state.payloads_for("some_vision_model", seed=0)
+
+
+def test_answers_are_checked_by_the_model_kind_s_check() -> None:
+    state = LoadTestState()
+    check = state.answer_check("bert_intent")
+    assert state.answer_check("bert_intent") is check
+    assert check({"model": "bert_intent"})[0] == "missing 'intent'"
 
 
 def test_no_verdicts_without_a_usable_configuration() -> None:

@@ -38,7 +38,7 @@ from tsbatch.analysis.selection import power_of_two_batch_sizes
 from tsbatch.analysis.sweep.measure import Budget
 from tsbatch.analysis.sweep.report import default_budget, write_reports
 from tsbatch.analysis.sweep.run import run_sweep
-from tsbatch.analysis.sweep.targets import IMAGENET_TARGET, INTENT_BASE_TARGET, Target, resolve_targets
+from tsbatch.analysis.sweep.targets import Target, resolve_targets, stand_in_specs
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.paths import DEFAULT_PROPERTIES, REPORTS_DIR
 
@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--target",
         action="append",
-        help=f"manifest model (default: all of them), or {IMAGENET_TARGET} / {INTENT_BASE_TARGET} (random weights, timing only)",
+        help="manifest model (default: all of them), or its random-weight stand-in, timing only: "
+        + " / ".join(stand_in_specs(load_manifest())),
     )
     parser.add_argument(
         "--max-batch", type=int, default=64, help="largest batch size (powers of two up to it)"

@@ -1,5 +1,6 @@
 """The models a sweep can time: built archives from the manifest, or random-weight stand-ins
-of the production shapes for a machine where nothing was built (timing only)."""
+of the production shapes for a machine where nothing was built (timing only). How to load
+each is its kind's (``tsbatch/kinds/<kind>/sweep.py``)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,11 @@ from pathlib import Path
 
 import torch
 
-from batchkit.config import ImageModelConfig
 from batchkit.loader import ServedModel, load_compiled
-from batchkit.worker import load_torchscript
-from tsbatch.analysis.sweep.inputs import Scenario, image_scenario, text_scenarios
+from tsbatch.analysis.sweep.inputs import Scenario
 from tsbatch.archive import artifacts
-from tsbatch.archive.manifest import load_manifest
-from tsbatch.paths import REPO_ROOT
-
-IMAGENET_TARGET = "resnet18-imagenet"
-INTENT_BASE_TARGET = "bert_intent-base"
+from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest
+from tsbatch.kinds.registry import kind_of
 
 
 @dataclass
@@ -74,94 +70,14 @@ def compiled_targets(base: Target, artifact_dir: Path, device_type: str) -> list
     return targets
 
 
-def archive_image_target(name: str, artifact_dir: Path) -> Target:
-    handler = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
-    optimize = bool(handler.get("optimize", ImageModelConfig.optimize))
-    module = load_torchscript(
-        artifact_dir / handler.get("model_file", artifacts.MODEL_FILE), torch.device("cpu")
-    )
-    weights = handler.get("weights", "weights not recorded") + (
-        ", fp32 frozen + optimized" if optimize else ""
-    )
-    return Target(
-        name=name,
-        sla_model=name,
-        description=f"{artifact_dir.relative_to(REPO_ROOT) if artifact_dir.is_relative_to(REPO_ROOT) else artifact_dir}"
-        f"/model.pt ({handler.get('architecture', 'image model')}, {weights})",
-        module=module.eval(),
-        scenarios=[image_scenario(handler)],
-        optimize=optimize,
-    )
-
-
-def imagenet_resnet_target() -> Target:
-    """ImageNet-shaped resnet18 with RANDOM weights at 224x224 and the production
-    preprocessing (resize 256, crop 224, ImageNet mean/std): right for timing, useless
-    for predictions. Needs no download."""
-    import torchvision
-
-    torch.manual_seed(0)
-    model = torchvision.models.resnet18(weights=None, num_classes=1000).eval()
-    reference = torchvision.models.ResNet18_Weights.DEFAULT.transforms()
-    handler = {
-        "resize_size": int(reference.resize_size[0]),
-        "crop_size": int(reference.crop_size[0]),
-        "mean": list(reference.mean),
-        "std": list(reference.std),
-    }
-    return Target(
-        name=IMAGENET_TARGET,
-        sla_model="resnet18",
-        description="torchvision resnet18, ImageNet shape (1000 classes), RANDOM weights - timing only; "
-        "TorchScript via torch.jit.script, fp32 frozen + optimized as workers run it; 224x224 with "
-        "the production preprocessing",
-        module=torch.jit.script(model),
-        scenarios=[image_scenario(handler)],
-        optimize=True,
-    )
-
-
-def archive_text_target(name: str, artifact_dir: Path) -> Target:
-    handler = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
-    tokenizer_dir = artifact_dir / handler.get("tokenizer_dir", "tokenizer")
-    module = torch.jit.load(
-        str(artifact_dir / handler.get("model_file", artifacts.MODEL_FILE)), map_location="cpu"
-    )
-    return Target(
-        name=name,
-        sla_model=name,
-        description=f"build/{name}/model.pt ({handler.get('base_model', 'text model')}, max_length {handler['max_length']})",
-        module=module.eval(),
-        scenarios=text_scenarios(tokenizer_dir, int(handler["max_length"])),
-    )
-
-
-def intent_base_target(work_dir: Path) -> Target:
-    """The intent model's shape without its training: the base encoder with a RANDOM head
-    (timing only), for a machine where build/bert_intent was not built."""
-    from tsbatch.archive.intent.model import IntentClassifier, load_encoder, save_tokenizer
-
-    settings = load_manifest().model("bert_intent").text
-    max_length, base = settings.max_length, settings.base_model
-    torch.manual_seed(0)
-    model = IntentClassifier(load_encoder(base), num_labels=16).eval()
-    tokenizer_dir = save_tokenizer(base, work_dir / "tokenizer", max_length)
-    return Target(
-        name=INTENT_BASE_TARGET,
-        sla_model="bert_intent",
-        description=f"{base} encoder + RANDOM 16-way head, eager PyTorch - timing only (build/bert_intent missing)",
-        module=model,
-        scenarios=text_scenarios(tokenizer_dir, max_length),
-    )
-
-
 def resolve_target(name: str, work_dir: Path, build_dir: Path | None = None) -> Target:
-    """A target by name: one of the two stand-ins, or a manifest model whose archive is built."""
-    if name == IMAGENET_TARGET:
-        return imagenet_resnet_target()
-    if name == INTENT_BASE_TARGET:
-        return intent_base_target(work_dir)
-    spec = load_manifest(build_dir=build_dir).model(name)
+    """A target by name: a manifest model whose archive is built, or ``<model>-<stand-in>``,
+    its kind's random-weight stand-in of the same shape (``tsbatch/kinds/<kind>/sweep.py``)."""
+    manifest = load_manifest(build_dir=build_dir)
+    stand_ins = stand_in_specs(manifest)
+    if name in stand_ins:
+        return kind_of(stand_ins[name]).sweep_module().stand_in(stand_ins[name], work_dir)
+    spec = manifest.model(name)
     missing = [
         f
         for f in (artifacts.MODEL_FILE, artifacts.HANDLER_CONFIG_FILE)
@@ -169,9 +85,12 @@ def resolve_target(name: str, work_dir: Path, build_dir: Path | None = None) -> 
     ]
     if missing:
         raise FileNotFoundError(f"{name}: {spec.artifact_dir} lacks {missing}; run `make archive` first")
-    if spec.kind == "image":
-        return archive_image_target(name, spec.artifact_dir)
-    return archive_text_target(name, spec.artifact_dir)
+    return kind_of(spec).sweep_module().archive_target(name, spec.artifact_dir)
+
+
+def stand_in_specs(manifest: Manifest) -> dict[str, ModelSpec]:
+    """The stand-in target names (``<model>-<its kind's stand_in>``) and the model each mimics."""
+    return {f"{name}-{kind_of(spec).stand_in}": spec for name, spec in manifest.models.items()}
 
 
 def resolve_targets(
@@ -179,7 +98,7 @@ def resolve_targets(
 ) -> list[Target]:
     """:func:`resolve_target` and, for a built archive, its compiled packages."""
     base = resolve_target(name, work_dir, build_dir)
-    if name in (IMAGENET_TARGET, INTENT_BASE_TARGET):
+    manifest = load_manifest(build_dir=build_dir)
+    if name in stand_in_specs(manifest):
         return [base]
-    artifact_dir = load_manifest(build_dir=build_dir).model(name).artifact_dir
-    return [base, *compiled_targets(base, artifact_dir, device_type)]
+    return [base, *compiled_targets(base, manifest.model(name).artifact_dir, device_type)]

@@ -27,10 +27,11 @@ from tsbatch.archive.manifest import Manifest, ModelSpec
 from tsbatch.archive.package import private_store
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.metrics import mean_formed_batch
+from tsbatch.kinds.registry import kind_of
 from tsbatch.server.process import TorchServe, start_instance
-from tsbatch.workloads.payloads import Payload, image_pool, text_pool
+from tsbatch.workloads.payloads import Payload
 from tsbatch.workloads.schemas import body_problems
-from tsbatch.workloads.utterances import read_utterances
+from tsbatch.workloads.workload import AnswerCheck
 
 
 @dataclass(frozen=True)
@@ -40,17 +41,17 @@ class Payloads:
 
     model: str
     items: list[Payload]
+    answer_check: AnswerCheck
 
     def check(self, status: int, body: bytes) -> str | None:
-        problems = body_problems(self.model, status, body)
+        problems = body_problems(status, body, self.answer_check)
         return "; ".join(problems[:2]) if problems else None
 
 
 def payloads_for(spec: ModelSpec, seed: int = 0) -> Payloads:
-    """Digit drawings and photo-like images of many sizes and formats for an image model;
-    our held-out utterances (plain text and JSON, a few over max_length) for a text model."""
-    pool = image_pool(seed=seed) if spec.kind == "image" else text_pool(read_utterances(), seed=seed)
-    return Payloads(spec.name, pool)
+    """The pool and answer check of the model's kind (``tsbatch/kinds/<kind>/workload.py``)."""
+    workload = kind_of(spec).workload
+    return Payloads(spec.name, workload.pool(seed), workload.answer_check(spec.name))
 
 
 def nan_if_none(value: float | None) -> float:

@@ -14,8 +14,8 @@ import torch
 from PIL import Image
 
 from batchkit.images import preprocess, to_rgb
-from tsbatch.archive.resnet.weights import ExportError, ResolvedWeights
 from tsbatch.archive.schema import Calibration
+from tsbatch.kinds.image.weights import ExportError, ResolvedWeights
 
 BATCH = 32
 SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")

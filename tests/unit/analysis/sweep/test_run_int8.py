@@ -13,7 +13,8 @@ import torch
 from tsbatch.analysis.sweep import run
 from tsbatch.analysis.sweep.measure import Budget
 from tsbatch.analysis.sweep.run import precision_plan, run_sweep
-from tsbatch.analysis.sweep.targets import archive_image_target, compiled_targets
+from tsbatch.analysis.sweep.targets import compiled_targets
+from tsbatch.kinds.image.sweep import archive_target
 
 FAST = Budget(iters=3, warmup=1, min_iters=2, max_seconds=2.0)
 CPU = torch.device("cpu")
@@ -42,7 +43,7 @@ def test_the_int8_package_is_swept_with_drift_against_fp32(
         "compiled_max_batch_size": 4,
     }
     (model_dir / "handler_config.json").write_text(json.dumps(handler))
-    base = archive_image_target("tiny", model_dir)
+    base = archive_target("tiny", model_dir)
     (compiled,) = compiled_targets(base, model_dir, "cpu")
     result = run_sweep([base, compiled], [1, 4], CPU, ["fp32", "int8"], FAST, log=lambda _: None)
     int8 = [row for row in result.rows if row.precision == "int8"]

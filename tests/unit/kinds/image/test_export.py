@@ -1,0 +1,76 @@
+"""Which weights the ResNet export takes, what it writes, and the verification that gates the build."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+import torchvision
+
+from batchkit.worker import optimize_for_serving
+from tsbatch.archive import artifacts
+from tsbatch.archive.manifest import load_manifest
+from tsbatch.kinds.image.export import export, resolve_weights, verify
+from tsbatch.kinds.image.weights import ExportError, load_user_weights
+
+
+@pytest.fixture
+def spec(tmp_path: Path):
+    spec = load_manifest().model("resnet18")
+    # No .pt2 and no emulated-bf16 gate at 224x224 here: test_compiled covers them on tiny models.
+    no_compile = spec.with_settings(compile={"targets": [], "torchscript_precisions": []})
+    return replace(no_compile, build_dir=tmp_path / "build")
+
+
+def test_user_torchscript_artifact_is_packaged_without_reexport(tmp_path: Path, spec) -> None:
+    scripted = torch.jit.script(torchvision.models.resnet18(num_classes=2).eval())
+    scripted.save(str(tmp_path / "mine.pt"))
+    (tmp_path / "labels.json").write_text(json.dumps(["no", "yes"]))
+    out = export(spec, tmp_path / "mine.pt", tmp_path / "labels.json")
+    info = artifacts.read_json(out / artifacts.BUILD_INFO_FILE)
+    assert info["weights"] == "user TorchScript artifact mine.pt"
+    assert "max_abs_diff_scripted_vs_eager" not in info["verification"]
+    assert artifacts.read_json(out / artifacts.LABELS_FILE) == ["no", "yes"]
+    assert artifacts.read_json(out / artifacts.HANDLER_CONFIG_FILE)["weights"] == info["weights"]
+
+
+def test_user_path_wins_over_torchvision(tmp_path: Path, spec, monkeypatch) -> None:
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    torch.save(torchvision.models.resnet18(num_classes=2).state_dict(), tmp_path / "w.pth")
+    (tmp_path / "l.txt").write_text("a\nb\n")
+    resolved = resolve_weights(spec, tmp_path / "w.pth", tmp_path / "l.txt")
+    assert resolved.source.startswith("user state_dict")
+
+
+def test_verification_fails_when_scripted_differs_from_eager(tmp_path: Path, spec) -> None:
+    model = torchvision.models.resnet18(num_classes=2).eval()
+    torch.save(model.state_dict(), tmp_path / "w.pth")
+    (tmp_path / "l.txt").write_text("a\nb\n")
+    resolved = load_user_weights(tmp_path / "w.pth", tmp_path / "l.txt", "resnet18")
+    resolved.crop_size = 64
+    other = torch.jit.script(torchvision.models.resnet18(num_classes=2).eval())
+    with pytest.raises(ExportError, match="verification failed"):
+        verify(resolved, other, atol=1e-4, batch_sizes=[1, 2])
+    report = verify(resolved, torch.jit.script(model), atol=1e-4, batch_sizes=[1, 2])
+    assert report["max_abs_diff_scripted_vs_eager"] <= 1e-4
+
+
+def test_verification_covers_the_module_workers_will_run(tmp_path: Path, spec) -> None:
+    torch.manual_seed(3)
+    model = torchvision.models.resnet18(num_classes=2).eval()
+    torch.save(model.state_dict(), tmp_path / "w.pth")
+    (tmp_path / "l.txt").write_text("a\nb\n")
+    resolved = load_user_weights(tmp_path / "w.pth", tmp_path / "l.txt", "resnet18")
+    resolved.crop_size = 64
+    scripted = torch.jit.script(model)
+    report = verify(
+        resolved, scripted, atol=1e-4, batch_sizes=[1, 2], optimized=optimize_for_serving(scripted)
+    )
+    assert report["max_abs_diff_optimized_batch2_vs_reference"] <= 1e-4
+    torch.manual_seed(7)  # another network of the same shape
+    stranger = optimize_for_serving(torch.jit.script(torchvision.models.resnet18(num_classes=2).eval()))
+    with pytest.raises(ExportError, match="optimized_batch1"):
+        verify(resolved, scripted, atol=1e-4, batch_sizes=[1, 2], optimized=stranger)

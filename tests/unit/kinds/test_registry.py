@@ -1,0 +1,49 @@
+"""Every registered kind is complete: each field of its worker config is set by someone, its
+heavy modules exist, and the manifest's kinds are the registry's."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from batchkit.images import IMAGE_INPUTS
+from batchkit.protocols import v2_metadata
+from tsbatch.archive.manifest import load_manifest
+from tsbatch.kinds.kind import BUILD_FIELDS, Kind
+from tsbatch.kinds.registry import KINDS, kind_of
+
+ALL = pytest.mark.parametrize("kind", list(KINDS.values()), ids=list(KINDS))
+
+
+@ALL
+def test_every_worker_field_comes_from_the_manifest_the_export_or_the_build(kind: Kind) -> None:
+    """A field renamed on one side, or added to the worker's config and set by nobody, fails here."""
+    fields = {field.name for field in dataclasses.fields(kind.config)}
+    sources = [kind.entry.handler_keys, kind.resolved, BUILD_FIELDS]
+    assert set().union(*sources) == fields, set().union(*sources) ^ fields
+    assert sum(len(source) for source in sources) == len(fields), "a field has two sources"
+
+
+@ALL
+def test_the_heavy_modules_are_there_and_imported_only_on_demand(kind: Kind) -> None:
+    assert callable(kind.exporter_module().export)
+    sweep = kind.sweep_module()
+    assert callable(sweep.archive_target) and callable(sweep.stand_in)
+
+
+def test_the_manifest_s_models_find_their_kind() -> None:
+    manifest = load_manifest()
+    assert {kind_of(spec).name for spec in manifest.models.values()} == set(KINDS)
+    assert kind_of(manifest.model("resnet18")) is KINDS["image"]
+
+
+def test_the_metadata_an_archive_carries_names_each_kind_s_input() -> None:
+    assert KINDS["image"].input_schema() is IMAGE_INPUTS
+    text = v2_metadata(KINDS["text"].input_schema())
+    assert json.loads(json.dumps(text)) == {
+        "platform": "pytorch",
+        "inputs": [{"name": "text", "datatype": "BYTES", "shape": [-1]}],
+        "outputs": [{"name": "predictions", "datatype": "BYTES", "shape": [-1]}],
+    }

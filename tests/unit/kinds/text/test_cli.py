@@ -1,0 +1,67 @@
+"""The options shared by train_intent and export_intent, over the manifest entry."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from tsbatch.kinds.text.cli import add_arguments, settings_from_arguments
+from tsbatch.kinds.text.data import TrainingError
+from tsbatch.kinds.text.schema import TextModel
+
+
+def entry(**settings: object) -> TextModel:
+    return TextModel.model_validate({"kind": "text", "handler": "h.py", "version": "1", **settings})
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_command_line_overrides_the_manifest_without_changing_it() -> None:
+    manifest_entry = entry(base_model="x", data={"format": "csv"}, training={"epochs": 4})
+    args = parse("--data-format", "clinc150", "--data", "d.json", "--epochs", "1", "--base-model", "/m")
+    merged = settings_from_arguments(manifest_entry, args)
+    assert (merged.data.format, merged.data.path) == ("clinc150", "d.json")
+    assert merged.training.epochs == 1 and merged.base_model == "/m"
+    assert manifest_entry.training.epochs == 4
+
+
+def test_strict_blind_and_gates_come_from_flags_over_the_manifest() -> None:
+    manifest_entry = entry(data={"format": "csv"}, training={"gates": {"in_scope_accuracy": 0.95}})
+    unchanged = settings_from_arguments(manifest_entry, parse())
+    assert unchanged.training.gates.in_scope_accuracy == 0.95 and not unchanged.data.strict
+    args = parse("--strict", "--blind", "b.csv", "--min-in-scope-accuracy", "0.9", "--min-oos-recall", "0.8")
+    merged = settings_from_arguments(manifest_entry, args)
+    assert merged.data.strict and merged.data.blind == "b.csv"
+    ours = entry(data={"format": "csv", "train": "t.csv", "blind": "ours.csv"})
+    theirs = settings_from_arguments(ours, parse("--data-format", "clinc150", "--data", "x.json"))
+    assert theirs.data.blind is None  # our blind set does not score someone else's data
+    assert (merged.training.gates.in_scope_accuracy, merged.training.gates.oos_recall) == (0.9, 0.8)
+
+
+def test_a_bad_override_is_refused_naming_the_key() -> None:
+    with pytest.raises(TrainingError, match="epochs"):
+        settings_from_arguments(entry(), parse("--epochs", "0"))
+
+
+def test_project_data_settings_do_not_apply_to_data_given_on_the_command_line() -> None:
+    ours = entry(data={"train": "t.csv", "blind": "b.csv", "strict": True, "near_duplicate_overlap": 0.8})
+    theirs = settings_from_arguments(ours, parse("--data-format", "clinc150", "--data", "data_full.json"))
+    assert (theirs.data.strict, theirs.data.drop_repeats, theirs.data.near_duplicate_overlap) == (
+        False,
+        False,
+        None,
+    )
+    asked = parse(
+        "--data-format", "clinc150", "--data", "x.json", "--strict", "--near-duplicate-overlap", "0.9"
+    )
+    assert settings_from_arguments(ours, asked).data.strict
+    assert settings_from_arguments(ours, asked).data.near_duplicate_overlap == 0.9
+    dropping = settings_from_arguments(ours, parse("--data", "x.json", "--drop-repeats"))
+    assert dropping.data.drop_repeats and not dropping.data.strict
+    assert not settings_from_arguments(ours, parse("--no-strict")).data.strict  # our own data, asked
+    assert settings_from_arguments(ours, parse()).data.strict  # our own data: models.yaml's

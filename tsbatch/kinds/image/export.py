@@ -1,0 +1,196 @@
+"""Export the ResNet image classifier to TorchScript and verify it.
+
+Weights are taken from, in order: a path the user gives (state_dict or their own
+TorchScript artifact plus labels), torchvision's ImageNet weights (local torch hub cache,
+then a download), and offline the fallback: the same architecture trained here on
+scikit-learn's bundled handwritten digits. Whatever is used is recorded in the artifact.
+The build fails (non-zero exit) when verification or the accuracy gate fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+import torchvision
+
+from batchkit.images import check_images
+from batchkit.worker import optimize_for_serving
+from tsbatch.archive import artifacts
+from tsbatch.archive.compiled import GateData, GateOutcome, build_and_gate, compile_settings
+from tsbatch.archive.gate_report import write_gates_section
+from tsbatch.archive.gates import Batch, Scorer, top1_accuracy
+from tsbatch.archive.int8.calibration import calibration_batches
+from tsbatch.archive.int8.candidate import Int8Plan
+from tsbatch.archive.manifest import ManifestError, ModelSpec, load_manifest
+from tsbatch.kinds.image.digits import train_on_digits
+from tsbatch.kinds.image.kind import IMAGE
+from tsbatch.kinds.image.schema import ImageModel
+from tsbatch.kinds.image.weights import (
+    ExportError,
+    ResolvedWeights,
+    load_torchvision_weights,
+    load_user_weights,
+    require_digits_allowed,
+)
+from tsbatch.kinds.lookup import first_of_kind
+from tsbatch.paths import DEFAULT_MANIFEST
+
+
+def resolve_weights(spec: ModelSpec, weights_path: Path | None, labels_path: Path | None) -> ResolvedWeights:
+    config = spec.entry_as(ImageModel)
+    weights = config.weights
+    path = weights_path or (Path(weights.path) if weights.path else None)
+    labels = labels_path or (Path(weights.labels) if weights.labels else None)
+    if path is not None:
+        return load_user_weights(path, labels, config.architecture, config.preprocessing)
+    if weights.torchvision:
+        resolved = load_torchvision_weights(config.architecture, weights.torchvision, weights.download)
+        if resolved is not None:
+            return resolved
+    require_digits_allowed(config.architecture)
+    print("[export] no pretrained weights available: training on scikit-learn digits")
+    return train_on_digits(config.architecture, weights.digits)
+
+
+def verify(
+    resolved: ResolvedWeights,
+    scripted: torch.jit.ScriptModule,
+    atol: float,
+    batch_sizes: list[int],
+    optimized: torch.jit.ScriptModule | None = None,
+) -> dict[str, float]:
+    """Scripted vs eager, batch N vs N single runs, and the module workers will run
+    (frozen and optimized) vs the reference; raise ExportError beyond atol."""
+    largest = max(batch_sizes)
+    seeded = torch.Generator().manual_seed(1234)  # same inputs every build, global RNG untouched
+    inputs = torch.randn(largest, 3, resolved.crop_size, resolved.crop_size, generator=seeded)
+    report: dict[str, float] = {}
+    with torch.inference_mode():
+        singles = torch.cat([scripted(inputs[i : i + 1]) for i in range(largest)])
+        reference = scripted(inputs)
+        if resolved.model is not None:
+            reference = resolved.model(inputs)
+            report["max_abs_diff_scripted_vs_eager"] = float((reference - scripted(inputs)).abs().max())
+        for size in batch_sizes:
+            batched = scripted(inputs[:size])
+            report[f"max_abs_diff_batch{size}_vs_single"] = float((batched - singles[:size]).abs().max())
+        if optimized is not None:
+            for size in batch_sizes:
+                report[f"max_abs_diff_optimized_batch{size}_vs_reference"] = float(
+                    (optimized(inputs[:size]) - reference[:size]).abs().max()
+                )
+    failures = {k: v for k, v in report.items() if not v <= atol}
+    for key, value in report.items():
+        print(f"[export] verify {key}: {value:.2e} ({'FAIL' if key in failures else 'ok'}, atol {atol:g})")
+    if failures:
+        raise ExportError(f"verification failed beyond atol {atol}: {failures}")
+    return report
+
+
+def gate_data(resolved: ResolvedWeights, batch_size: int) -> tuple[list[Batch], Scorer | None]:
+    """The held-out images in full batches and their accuracy scorer; without labelled data,
+    seeded random images (agreement and batch independence only, no accuracy)."""
+    if resolved.held_out is None:
+        print("[export] no held-out data for these weights: gates check agreement with fp32 only")
+        seeded = torch.Generator().manual_seed(4321)
+        images = torch.randn(2 * batch_size, 3, resolved.crop_size, resolved.crop_size, generator=seeded)
+        return [(chunk,) for chunk in images.split(batch_size)], None
+    images, targets = resolved.held_out
+    return [(chunk,) for chunk in images.split(batch_size)], top1_accuracy(targets)
+
+
+def compile_and_gate(
+    resolved: ResolvedWeights, scripted: torch.jit.ScriptModule, spec: ModelSpec
+) -> GateOutcome:
+    """.pt2 packages for what the build host serves, gated with the TorchScript candidates."""
+    config = spec.entry_as(ImageModel)
+    settings = compile_settings(config.compile)
+    eager = resolved.model
+    if eager is None:
+        print("[export] a TorchScript artifact cannot be exported to .pt2: serving TorchScript only")
+        settings = dataclasses.replace(settings, targets=())
+    else:
+        eager = eager.to(memory_format=torch.channels_last)
+    batches, score = gate_data(resolved, min(8, settings.max_batch_size))
+    batch = torch.export.Dim("batch", min=1, max=settings.max_batch_size)
+    data = GateData(
+        batches,
+        score,
+        check=(check_images(resolved.crop_size),),
+        dynamic_shapes=({0: batch},),
+        optimize=config.optimize,
+    )
+    int8 = None
+    if any(target.endswith("-int8") for target in settings.targets):
+        calibration, source = calibration_batches(resolved, config.compile.calibration)
+        int8 = Int8Plan(calibration, f"static, calibrated on {source}")
+    return build_and_gate(eager, scripted, spec.artifact_dir, settings, data, int8=int8)
+
+
+def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path | None = None) -> Path:
+    """Build ``build/<model>/``: TorchScript, labels, handler config and build info."""
+    config = spec.entry_as(ImageModel)
+    resolved = resolve_weights(spec, weights_path, labels_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what TorchServe loads
+        scripted = resolved.scripted or torch.jit.script(resolved.model)
+    atol, optimize = config.verify.atol, config.optimize
+    report = verify(
+        resolved,
+        scripted,
+        atol,
+        list(config.verify.batch_sizes),
+        optimized=optimize_for_serving(scripted) if optimize else None,
+    )
+    out = spec.artifact_dir
+    out.mkdir(parents=True, exist_ok=True)
+    gates = compile_and_gate(resolved, scripted, spec)
+    write_gates_section(out, gates, spec.name)
+    scripted.save(str(out / artifacts.MODEL_FILE))
+    artifacts.write_json(out / artifacts.LABELS_FILE, resolved.labels)
+    found = {
+        "weights": resolved.source,
+        "resize_size": resolved.resize_size,
+        "crop_size": resolved.crop_size,
+        "mean": list(resolved.mean),
+        "std": list(resolved.std),
+        "optimize_atol": atol,
+        **gates.handler_fields(),
+    }
+    artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, IMAGE.handler_config(spec.name, config, found))
+    artifacts.write_json(
+        out / artifacts.BUILD_INFO_FILE,
+        {
+            "model": spec.name,
+            "weights": resolved.source,
+            "weights_details": resolved.details,
+            "num_classes": len(resolved.labels),
+            "verification": report,
+            **gates.build_info(),
+            "torch": torch.__version__,
+            "torchvision": torchvision.__version__,
+        },
+    )
+    print(f"[export] {spec.name}: {resolved.source} -> {out / artifacts.MODEL_FILE}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
+    parser.add_argument("--model", help="the manifest's image model (default: its first)")
+    parser.add_argument("--weights", type=Path, help="state_dict or TorchScript artifact to package")
+    parser.add_argument("--labels", type=Path, help="labels file for --weights")
+    args = parser.parse_args(argv)
+    try:
+        manifest = load_manifest(args.manifest)
+        export(manifest.model(args.model or first_of_kind(IMAGE, manifest)), args.weights, args.labels)
+    except (ExportError, ManifestError) as exc:
+        print(f"[export] FAILED: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,66 @@
+"""The image classifier in the in-process sweep: its built archive, or an ImageNet-shaped
+stand-in of its architecture with random weights (timing only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from batchkit.config import ImageModelConfig
+from batchkit.worker import load_torchscript
+from tsbatch.analysis.sweep.inputs import image_scenario
+from tsbatch.analysis.sweep.targets import Target
+from tsbatch.archive import artifacts
+from tsbatch.archive.manifest import ModelSpec
+from tsbatch.kinds.image.kind import IMAGE
+from tsbatch.kinds.image.schema import ImageModel
+from tsbatch.paths import REPO_ROOT
+
+
+def archive_target(name: str, artifact_dir: Path) -> Target:
+    handler = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    optimize = bool(handler.get("optimize", ImageModelConfig.optimize))
+    module = load_torchscript(
+        artifact_dir / handler.get("model_file", artifacts.MODEL_FILE), torch.device("cpu")
+    )
+    weights = handler.get("weights", "weights not recorded") + (
+        ", fp32 frozen + optimized" if optimize else ""
+    )
+    return Target(
+        name=name,
+        sla_model=name,
+        description=f"{artifact_dir.relative_to(REPO_ROOT) if artifact_dir.is_relative_to(REPO_ROOT) else artifact_dir}"
+        f"/model.pt ({handler.get('architecture', 'image model')}, {weights})",
+        module=module.eval(),
+        scenarios=[image_scenario(handler)],
+        optimize=optimize,
+    )
+
+
+def stand_in(spec: ModelSpec, work_dir: Path) -> Target:
+    """The model's architecture ImageNet-shaped with RANDOM weights at 224x224 and the
+    production preprocessing (resize 256, crop 224, ImageNet mean/std): right for timing,
+    useless for predictions. Needs no download."""
+    import torchvision
+
+    architecture = spec.entry_as(ImageModel).architecture
+    torch.manual_seed(0)
+    model = torchvision.models.get_model(architecture, weights=None, num_classes=1000).eval()
+    reference = torchvision.models.get_model_weights(architecture).DEFAULT.transforms()
+    handler = {
+        "resize_size": int(reference.resize_size[0]),
+        "crop_size": int(reference.crop_size[0]),
+        "mean": list(reference.mean),
+        "std": list(reference.std),
+    }
+    return Target(
+        name=f"{spec.name}-{IMAGE.stand_in}",
+        sla_model=spec.name,
+        description=f"torchvision {architecture}, ImageNet shape (1000 classes), RANDOM weights - timing only; "
+        "TorchScript via torch.jit.script, fp32 frozen + optimized as workers run it; 224x224 with "
+        "the production preprocessing",
+        module=torch.jit.script(model),
+        scenarios=[image_scenario(handler)],
+        optimize=True,
+    )

@@ -1,0 +1,84 @@
+"""One model kind as the toolkit sees it: a frozen record of its types, files and callables.
+
+Heavy parts (the exporter, the sweep's model loaders) are named by module and imported only
+when used: each pulls in libraries (torchvision and scikit-learn, transformers) that the
+other kinds and the load generators never need.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from batchkit.config import ModelConfig, from_mapping, to_mapping
+from batchkit.protocols import InputSchema
+from tsbatch.archive import artifacts
+from tsbatch.archive.schema import Common, handler_values
+from tsbatch.config.findings import Problem
+from tsbatch.workloads.workload import Workload
+
+# The handler config fields every build writes whatever the kind: the archive's files, the
+# gates' record (tsbatch.archive.compiled) and, at packaging, the worker's threads.
+BUILD_FIELDS = frozenset(
+    {
+        "model_name",
+        "model_file",
+        "labels_file",
+        "torch_threads",
+        "compiled_models",
+        "compiled_max_batch_size",
+        "failed_gates",
+        "check_outputs",
+        "auto_runtime",
+        "compiled_cpu_flags",
+        "int8_speedup",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """Everything kind-specific: ``models.yaml``'s entry, the worker's config and handler, the
+    export, the sweep, the load generators' workload, the archive's input metadata and the
+    kind's own body-size limits."""
+
+    name: str  # the manifest's ``kind:``
+    entry: type[Common]  # the models.yaml entry (tsbatch/kinds/<kind>/schema.py)
+    config: type[ModelConfig]  # what the worker reads (batchkit.config; travels in the .mar)
+    handler: str  # the handler file, when the manifest entry names none
+    # Config fields the export fills from what it built (weights found, threshold chosen...),
+    # beside the manifest's handler keys and BUILD_FIELDS.
+    resolved: frozenset[str]
+    exporter: str  # module whose ``export(spec)`` writes build/<model>/
+    sweep: str  # module with ``archive_target(name, artifact_dir)`` and ``stand_in(spec, work_dir)``
+    stand_in: str  # the sweep's random-weight target of a model is "<model>-<stand_in>"
+    workload: Workload
+    input_schema: Callable[[], InputSchema]  # how the archive's OIP metadata names the input
+    # One input's largest answer (model, longest label, top_k): the response-size check.
+    largest_answer: Callable[[str, str, int], dict[str, Any]]
+    # Findings on the entry's limits against config.properties' max_request_size (where, entry, limit).
+    limits: Callable[[str, Any, int], list[Problem]]
+
+    def exporter_module(self) -> ModuleType:
+        return importlib.import_module(self.exporter)
+
+    def sweep_module(self) -> ModuleType:
+        return importlib.import_module(self.sweep)
+
+    def handler_config(self, model: str, entry: Common, resolved: Mapping[str, Any]) -> dict[str, Any]:
+        """The archive's handler config: the entry's handler keys and what the export
+        ``resolved`` (the gates' record included), checked by the worker's own config type,
+        so a key it does not know or lacks fails the build. Packaging adds torch_threads."""
+        values = {
+            "model_name": model,
+            "model_file": artifacts.MODEL_FILE,
+            "labels_file": artifacts.LABELS_FILE,
+            **handler_values(entry),
+            **resolved,
+        }
+        mapping = to_mapping(from_mapping(self.config, values))
+        mapping.pop("torch_threads")
+        return mapping

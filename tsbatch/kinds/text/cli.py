@@ -1,0 +1,146 @@
+"""Fine-tune a BERT-family encoder into the intent classifier, calibrate out-of-scope, report.
+
+The model is the encoder, mean pooling over real tokens (how all-MiniLM was trained) and
+a linear head over the intents plus ``oos``. A request is out of scope when the head says
+``oos`` or when its best in-scope probability is below a threshold calibrated on the
+validation split; the threshold travels in the archive. Training sees exactly the token
+ids the handler will send (the same ``batchkit.text`` functions), with light typo and
+punctuation noise so that real users' spelling does not surprise it.
+
+    tsbatch train-text  # our data, report only
+    tsbatch train-text --data-format clinc150 --data my_intents.json \\
+        --base-model /models/bert-base-uncased --out build/my_intents \\
+        --min-in-scope-accuracy 0.9 --min-oos-recall 0.8   # gates for this data set
+
+``tsbatch export-text`` takes the same options and also builds the archive files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from tsbatch.archive.manifest import ManifestError, ModelSpec, load_manifest
+from tsbatch.kinds.lookup import first_of_kind
+from tsbatch.kinds.text.data import TrainingError
+from tsbatch.kinds.text.kind import TEXT
+from tsbatch.kinds.text.report import print_report, train_from_settings
+from tsbatch.kinds.text.schema import TextModel
+from tsbatch.paths import DEFAULT_MANIFEST
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options shared with ``tsbatch.kinds.text.export``; unset ones come from models.yaml."""
+    parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
+    parser.add_argument(
+        "--model", help="manifest entry to read defaults from (default: its first text model)"
+    )
+    parser.add_argument("--base-model", help="local Hugging Face BERT-family folder or hub name")
+    parser.add_argument("--data-format", choices=("csv", "clinc150"))
+    parser.add_argument("--data", type=Path, help="CLINC150-style JSON (with --data-format clinc150)")
+    parser.add_argument("--train", type=Path, help="CSV with text,label")
+    parser.add_argument("--validation", type=Path, help="CSV with text,label")
+    parser.add_argument("--test", type=Path, help="CSV with text,label")
+    parser.add_argument("--blind", type=Path, help="CSV with text,label scored and gated, never tuned on")
+    parser.add_argument(
+        "--strict",
+        action=argparse.BooleanOptionalAction,
+        help="refuse evaluation texts that repeat an earlier split (default: models.yaml's for its own "
+        "data; off for data given here)",
+    )
+    parser.add_argument(
+        "--drop-repeats",
+        action=argparse.BooleanOptionalAction,
+        help="drop repeating evaluation texts (the report says which split was altered); default: "
+        "score every split whole and report the repeats",
+    )
+    parser.add_argument(
+        "--near-duplicate-overlap",
+        type=float,
+        help="word overlap that makes a near repeat (default: models.yaml's for its own data; exact "
+        "repeats only for data given here)",
+    )
+    parser.add_argument("--min-in-scope-accuracy", type=float, help="gate on test (and blind)")
+    parser.add_argument("--min-oos-recall", type=float, help="gate on test (and blind)")
+    parser.add_argument("--epochs", type=int)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--threads", type=int, help="torch CPU threads for training")
+    parser.add_argument("--out", type=Path, help="output folder (default: build/<model>)")
+
+
+# Settings of models.yaml's data section that describe the project's own data.
+PROJECT_DATA_KEYS = ("blind", "strict", "drop_repeats", "near_duplicate_overlap")
+
+
+def settings_from_arguments(settings: TextModel, args: argparse.Namespace) -> TextModel:
+    """The manifest entry with the command-line overrides applied, validated again."""
+    merged = settings.model_dump(mode="json", exclude_unset=True)
+    data = merged.setdefault("data", {})
+    if args.base_model:
+        merged["base_model"] = args.base_model
+    if args.data_format:
+        data["format"] = args.data_format
+    if any(getattr(args, key) is not None for key in ("data", "train", "validation", "test")):
+        # These describe the manifest's own data, not data given here.
+        for key in PROJECT_DATA_KEYS:
+            data.pop(key, None)
+    for key in ("data", "train", "validation", "test", "blind"):
+        value = getattr(args, key)
+        if value is not None:
+            data["path" if key == "data" else key] = str(value)
+    for key in ("strict", "drop_repeats", "near_duplicate_overlap"):
+        if getattr(args, key) is not None:
+            data[key] = getattr(args, key)
+    training = merged.setdefault("training", {})
+    for key in ("epochs", "seed", "threads"):
+        if getattr(args, key) is not None:
+            training[key] = getattr(args, key)
+    gates = training.setdefault("gates", {})
+    for key, value in (
+        ("in_scope_accuracy", args.min_in_scope_accuracy),
+        ("oos_recall", args.min_oos_recall),
+    ):
+        if value is not None:
+            gates[key] = value
+    try:
+        return TextModel.model_validate(merged)
+    except ValidationError as exc:
+        raise TrainingError(f"invalid command-line settings: {exc}") from None
+
+
+def run_command(
+    description: str,
+    argv: list[str] | None,
+    build: Callable[[ModelSpec, TextModel, Path], object],
+    tag: str,
+) -> int:
+    """Parse the shared options, call ``build(spec, settings with the overrides, out)`` and
+    print the training report, also when a gate failed (it says which intents failed)."""
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        manifest = load_manifest(args.manifest)
+        spec = manifest.model(args.model or first_of_kind(TEXT, manifest))
+    except ManifestError as exc:
+        print(f"[{tag}] FAILED: {exc}", file=sys.stderr)
+        return 1
+    out = args.out or spec.artifact_dir
+    try:
+        build(spec, settings_from_arguments(spec.entry_as(TextModel), args), out)
+    except TrainingError as exc:
+        print_report(out)
+        print(f"[{tag}] FAILED: {exc}", file=sys.stderr)
+        return 1
+    print_report(out)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command(__doc__ or "", argv, train_from_settings, "train")

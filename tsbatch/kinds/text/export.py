@@ -1,0 +1,245 @@
+"""Train the intent classifier, export it to TorchScript, verify it and write the archive files.
+
+``tsbatch.archive.pipeline`` calls :func:`export` for the manifest's ``bert_intent`` entry (``make
+archive``). The build fails (an exception, non-zero exit) when the model misses the
+quality gates on the test split or when the TorchScript model does not match the eager
+one, at several batch sizes and lengths, and a padded row does not match the same text
+alone, within the manifest's ``verify.atol``, or when the traced code names a device (it
+must follow ``map_location`` onto the worker's GPU). Writes into ``build/bert_intent/``:
+``model.pt``, ``labels.json``, ``handler_config.json``, ``build_info.json``,
+``tokenizer/`` and the training report (``report.json``, ``report.md``).
+
+    tsbatch export-text [--base-model DIR] [--data-format clinc150 --data FILE]
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
+from tsbatch.archive import artifacts
+from tsbatch.archive.compiled import GateOutcome
+from tsbatch.archive.gate_report import write_gates_section
+from tsbatch.archive.manifest import ModelSpec
+from tsbatch.kinds.text.cli import run_command
+from tsbatch.kinds.text.data import TrainingError
+from tsbatch.kinds.text.gating import compile_and_gate
+from tsbatch.kinds.text.kind import TEXT
+from tsbatch.kinds.text.model import TOKENIZER_DIR, IntentClassifier
+from tsbatch.kinds.text.report import train_from_settings
+from tsbatch.kinds.text.schema import TextModel
+
+VERIFY_LENGTHS = (1, 7, 23)  # plus max_length; token counts of the random verification rows
+
+
+class ExportError(TrainingError):
+    """The TorchScript model could not be built or did not match the eager model."""
+
+
+def trace(
+    model: IntentClassifier, example_ids: torch.Tensor, example_mask: torch.Tensor
+) -> torch.jit.ScriptModule:
+    """Trace on a padded batch so the attention-mask path is what gets recorded."""
+    model.eval()
+    with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+        warnings.simplefilter("ignore")  # TracerWarnings from the HF code and jit deprecation notes
+        traced = torch.jit.trace(model, (example_ids, example_mask), check_trace=False)
+    return traced
+
+
+def pinned_devices(module: torch.jit.ScriptModule) -> list[str]:
+    """Lines of the TorchScript code that name a device: such a model runs only there."""
+    lines = []
+    for name, submodule in [("", module), *module.named_modules()]:
+        code = getattr(submodule, "code", "")
+        lines += [
+            f"{name or 'model'}: {line.strip()}" for line in code.splitlines() if "torch.device(" in line
+        ]
+    return lines
+
+
+def random_batch(
+    batch_size: int, length: int, vocab_size: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token rows shaped like tokenizer output: [CLS] ... [SEP], random real lengths, padded."""
+    ids = torch.randint(1000, vocab_size, (batch_size, length), generator=generator)
+    mask = torch.zeros(batch_size, length, dtype=torch.long)
+    for row in range(batch_size):
+        real = length if row == 0 else int(torch.randint(1, length + 1, (1,), generator=generator))
+        mask[row, :real] = 1
+        ids[row, real:] = 0
+    return ids, mask
+
+
+def verify(
+    traced: torch.jit.ScriptModule,
+    eager: torch.nn.Module,
+    tokenizer_dir: Path,
+    texts: Sequence[str],
+    max_length: int,
+    atol: float,
+    batch_sizes: Sequence[int],
+) -> dict[str, float]:
+    """Traced vs eager on many shapes, and each text alone vs inside padded batches."""
+    generator = torch.Generator().manual_seed(1234)
+    vocab_size = int(eager.encoder.config.vocab_size)
+    report: dict[str, float] = {}
+    with torch.inference_mode():
+        for size in batch_sizes:
+            for length in sorted({*VERIFY_LENGTHS, max_length}):
+                ids, mask = random_batch(size, max(1, min(length, max_length)), vocab_size, generator)
+                difference = (traced(ids, mask) - eager(ids, mask)).abs().max()
+                report[f"traced_vs_eager_batch{size}_len{length}"] = float(difference)
+        tokenizer = load_tokenizer(tokenizer_dir, max_length)
+        padding = pad_id(tokenizer)
+        rows = tokenize(tokenizer, texts).ids
+        alone = torch.cat([traced(*pad_to_longest([row], padding)) for row in rows])
+        batched = traced(*pad_to_longest(rows, padding))
+        report["padded_batch_vs_alone"] = float((batched - alone).abs().max())
+        full_ids = torch.full((len(rows), max_length), padding, dtype=torch.long)
+        full_mask = torch.zeros(len(rows), max_length, dtype=torch.long)
+        for index, row in enumerate(rows):
+            full_ids[index, : len(row)] = torch.as_tensor(row)
+            full_mask[index, : len(row)] = 1
+        report["padded_to_max_length_vs_alone"] = float((traced(full_ids, full_mask) - alone).abs().max())
+        if torch.cuda.is_available():
+            ids, mask = random_batch(max(batch_sizes), 19, vocab_size, generator)
+            on_gpu = traced.to("cuda")(ids.cuda(), mask.cuda()).cpu()
+            report["cuda_vs_cpu"] = float((on_gpu - eager(ids, mask)).abs().max())
+            traced.to("cpu")
+    pinned = pinned_devices(traced)
+    if pinned:
+        raise ExportError(
+            f"the TorchScript model is pinned to a device (it must follow map_location): {pinned[:3]}"
+        )
+    failures = {key: value for key, value in report.items() if not value <= atol}
+    worst = max(report, key=lambda key: report[key])
+    print(f"[export] verified {len(report)} checks; worst {worst} = {report[worst]:.2e} (atol {atol:g})")
+    if failures:
+        raise ExportError(f"TorchScript verification failed beyond atol {atol}: {failures}")
+    return report
+
+
+def verification_texts(examples: Sequence[tuple[str, str]], count: int = 12) -> list[str]:
+    """Real texts of spread-out lengths: shortest, longest and between."""
+    texts = sorted({text for text, _ in examples}, key=len)
+    if len(texts) <= count:
+        return texts
+    step = (len(texts) - 1) / (count - 1)
+    return [texts[round(i * step)] for i in range(count)]
+
+
+def handler_config(
+    spec: ModelSpec,
+    settings: TextModel,
+    threshold: float,
+    base_model: str,
+    gates: GateOutcome | None = None,
+) -> dict[str, Any]:
+    """Every TextModelConfig field except torch_threads, which packaging adds."""
+    found = {
+        "tokenizer_dir": TOKENIZER_DIR,
+        "base_model": base_model,
+        "oos_threshold": float(threshold),
+        **(gates.handler_fields() if gates else {}),
+    }
+    return TEXT.handler_config(spec.name, settings, found)
+
+
+def clear_artifacts(out: Path) -> None:
+    """Remove the files build.py checks, so a failed export cannot leave a stale mix."""
+    for name in (
+        artifacts.MODEL_FILE,
+        artifacts.HANDLER_CONFIG_FILE,
+        artifacts.LABELS_FILE,
+        artifacts.BUILD_INFO_FILE,
+    ):
+        (out / name).unlink(missing_ok=True)
+
+
+def export(spec: ModelSpec, settings: TextModel | None = None, out: Path | None = None) -> Path:
+    """Train, verify and write ``build/<model>/``; raises when a gate or a check fails."""
+    started = time.perf_counter()
+    settings = settings if settings is not None else spec.entry_as(TextModel)
+    out = out or spec.artifact_dir
+    out.mkdir(parents=True, exist_ok=True)
+    clear_artifacts(out)
+    data, trained, report = train_from_settings(spec, settings, out)
+    base_model = report["base_model"]
+    max_length = settings.max_length
+    texts = verification_texts(data.test)
+    tokenizer = load_tokenizer(trained.tokenizer_dir, max_length)
+    example = pad_to_longest(tokenize(tokenizer, texts[:: max(1, len(texts) // 3)]).ids, pad_id(tokenizer))
+    traced = trace(trained.model, *example)
+    model_path = out / artifacts.MODEL_FILE
+    traced.save(str(model_path))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what TorchServe loads
+            served = torch.jit.load(str(model_path))
+        verification = verify(
+            served,  # the file that will be served, not the in-memory trace
+            trained.model,
+            trained.tokenizer_dir,
+            texts,
+            max_length,
+            settings.verify.atol,
+            list(settings.verify.batch_sizes),
+        )
+    except Exception:
+        model_path.unlink(missing_ok=True)
+        raise
+    oos_label = settings.oos_label
+    gates = compile_and_gate(
+        settings,
+        out,
+        trained.model,
+        served,
+        trained.tokenizer_dir,
+        trained.labels,
+        {"test": data.test, **({"blind": data.blind} if data.blind else {})},
+        report["oos_threshold"],
+        oos_label,
+    )
+    write_gates_section(out, gates, spec.name)
+    artifacts.write_json(out / artifacts.LABELS_FILE, trained.labels)
+    artifacts.write_json(
+        out / artifacts.HANDLER_CONFIG_FILE,
+        handler_config(spec, settings, report["oos_threshold"], base_model, gates),
+    )
+    import transformers
+
+    artifacts.write_json(
+        out / artifacts.BUILD_INFO_FILE,
+        {
+            "model": spec.name,
+            "base_model": base_model,
+            "data": data.source,
+            "num_labels": len(trained.labels),
+            "oos_threshold": report["oos_threshold"],
+            "test": {
+                key: report["test"][key] for key in ("in_scope_accuracy", "oos_recall", "oos_precision")
+            },
+            "training": report["training"],
+            "training_seconds": report["training_seconds"],
+            "export_seconds": round(time.perf_counter() - started, 1),
+            "verification": verification,
+            **gates.build_info(),
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+        },
+    )
+    print(
+        f"[export] {spec.name}: {base_model} fine-tuned -> {model_path} ({time.perf_counter() - started:.0f}s)"
+    )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command(__doc__ or "", argv, export, "export")

@@ -1,0 +1,92 @@
+"""The intent model's precision/runtime gates: its test split and, when the build has one,
+its blind set, in padded batches, each scored the way the handler answers (in-scope
+accuracy, out-of-scope recall at the OOS threshold)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import torch
+
+from batchkit.text import check_tokens, load_tokenizer, pad_id, pad_to_longest, tokenize
+from tsbatch.archive.compiled import GateData, GateOutcome, build_and_gate, compile_settings
+from tsbatch.archive.gates import Batch, Scorer
+from tsbatch.kinds.text.data import Example
+from tsbatch.kinds.text.model import IntentClassifier
+from tsbatch.kinds.text.schema import TextModel
+
+
+def figure_prefix(split: str) -> str:
+    """Test figures keep their plain names; another split's are prefixed (``blind_oos_recall``)."""
+    return "" if split == "test" else f"{split}_"
+
+
+def intent_scorer(
+    labels: Sequence[str], splits: Mapping[str, Sequence[str]], threshold: float, oos_label: str
+) -> Scorer:
+    """In-scope accuracy and out-of-scope recall of each split's probabilities (the splits'
+    rows concatenated in ``splits`` order), as the handler decides."""
+    targets = [target for split_targets in splits.values() for target in split_targets]
+    in_scope = torch.tensor([target != oos_label for target in targets])
+    expected = torch.tensor([labels.index(target) for target in targets])
+    oos_index = labels.index(oos_label)
+    bounds, start = {}, 0
+    for split, split_targets in splits.items():
+        bounds[split] = slice(start, start + len(split_targets))
+        start += len(split_targets)
+
+    def score(probs: torch.Tensor) -> dict[str, float]:
+        confidence, best = probs.max(-1)
+        says_oos = (best == oos_index) | (confidence < threshold)
+        correct = (best == expected) & ~says_oos
+        figures: dict[str, float] = {}
+        for split, rows in bounds.items():
+            scope, oos = in_scope[rows], ~in_scope[rows]
+            prefix = figure_prefix(split)
+            figures[f"{prefix}in_scope_accuracy"] = float(correct[rows][scope].float().mean())
+            figures[f"{prefix}oos_recall"] = float(says_oos[rows][oos].float().mean()) if oos.any() else 1.0
+        return figures
+
+    return score
+
+
+def test_batches(tokenizer_dir: Path, max_length: int, examples: Sequence[Example], size: int) -> list[Batch]:
+    """The test texts in batches of ``size``, each padded to its longest text."""
+    tokenizer = load_tokenizer(tokenizer_dir, max_length)
+    rows = tokenize(tokenizer, [text for text, _ in examples]).ids
+    padding = pad_id(tokenizer)
+    return [tuple(pad_to_longest(rows[start : start + size], padding)) for start in range(0, len(rows), size)]
+
+
+def compile_and_gate(
+    settings: TextModel,
+    out: Path,
+    model: IntentClassifier,
+    traced: torch.jit.ScriptModule,
+    tokenizer_dir: Path,
+    labels: Sequence[str],
+    splits: Mapping[str, Sequence[Example]],
+    threshold: float,
+    oos_label: str,
+) -> GateOutcome:
+    """.pt2 packages for what the build host serves, gated with the TorchScript candidates
+    on ``splits`` (test first, then the blind set where there is one); written into ``out``."""
+    compiling = compile_settings(settings.compile)
+    max_length = settings.max_length
+    size = min(8, compiling.max_batch_size)
+    batches = [
+        batch
+        for examples in splits.values()
+        for batch in test_batches(tokenizer_dir, max_length, examples, size)
+    ]
+    tokenizer = load_tokenizer(tokenizer_dir, max_length)
+    first = tokenize(tokenizer, [text for text, _ in splits["test"][: len(batches[0][0])]]).ids
+    singles = [tuple(pad_to_longest([row], pad_id(tokenizer))) for row in first]
+    targets = {split: [label for _, label in examples] for split, examples in splits.items()}
+    score = intent_scorer(labels, targets, threshold, oos_label)
+    batch = torch.export.Dim("batch", min=1, max=compiling.max_batch_size)
+    tokens = torch.export.Dim("tokens", min=2, max=max_length)
+    shapes = ({0: batch, 1: tokens}, {0: batch, 1: tokens})
+    data = GateData(batches, score, check=check_tokens(tokenizer), dynamic_shapes=shapes, singles=singles)
+    return build_and_gate(model.eval(), traced, out, compiling, data)

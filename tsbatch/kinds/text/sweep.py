@@ -1,0 +1,49 @@
+"""The intent classifier in the in-process sweep: its built archive, or its base encoder with
+a random head (timing only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from tsbatch.analysis.sweep.inputs import text_scenarios
+from tsbatch.analysis.sweep.targets import Target
+from tsbatch.archive import artifacts
+from tsbatch.archive.manifest import ModelSpec
+from tsbatch.kinds.text.kind import TEXT
+from tsbatch.kinds.text.schema import TextModel
+
+
+def archive_target(name: str, artifact_dir: Path) -> Target:
+    handler = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    tokenizer_dir = artifact_dir / handler.get("tokenizer_dir", "tokenizer")
+    module = torch.jit.load(
+        str(artifact_dir / handler.get("model_file", artifacts.MODEL_FILE)), map_location="cpu"
+    )
+    return Target(
+        name=name,
+        sla_model=name,
+        description=f"build/{name}/model.pt ({handler.get('base_model', 'text model')}, max_length {handler['max_length']})",
+        module=module.eval(),
+        scenarios=text_scenarios(tokenizer_dir, int(handler["max_length"])),
+    )
+
+
+def stand_in(spec: ModelSpec, work_dir: Path) -> Target:
+    """The intent model's shape without its training: the base encoder with a RANDOM head
+    (timing only), for a machine where the model was not built."""
+    from tsbatch.kinds.text.model import IntentClassifier, load_encoder, save_tokenizer
+
+    settings = spec.entry_as(TextModel)
+    max_length, base = settings.max_length, settings.base_model
+    torch.manual_seed(0)
+    model = IntentClassifier(load_encoder(base), num_labels=16).eval()
+    tokenizer_dir = save_tokenizer(base, work_dir / "tokenizer", max_length)
+    return Target(
+        name=f"{spec.name}-{TEXT.stand_in}",
+        sla_model=spec.name,
+        description=f"{base} encoder + RANDOM 16-way head, eager PyTorch - timing only (build/{spec.name} missing)",
+        module=model,
+        scenarios=text_scenarios(tokenizer_dir, max_length),
+    )
