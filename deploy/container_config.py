@@ -1,4 +1,4 @@
-"""`python -m deploy.container_config`: write or check deploy/config.container.properties (the code lives in `tsbatch.config.container`)."""
+"""`python -m deploy.container_config`: write or check deploy/config.container.properties (the code lives in `tsbatch.config.profiles`)."""
 
 from tsbatch.config.profiles import main
 

@@ -101,21 +101,22 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
         if outputs:
             report.padding = padding_of(outputs)
 
+    def warmup_shapes(self) -> list[tuple[int, int]]:
+        """Every (batch size, padded length) a batch can have: what warm-up runs."""
+        buckets = length_buckets(self.config.max_length, self.config.pad_to_multiple_of)
+        return [(size, length) for size in range(1, self.max_batch_size + 1) for length in buckets]
+
     def warm_up(self) -> None:
-        """Also run every (batch size, padded length) shape once, so no request meets a
+        """Also run every shape of :meth:`warmup_shapes` once, so no request meets a
         cold shape and the worker's memory is what it will stay."""
         super().warm_up()
-        config = self.config
         started = time.perf_counter()
-        buckets = length_buckets(config.max_length, config.pad_to_multiple_of)
+        shapes = self.warmup_shapes()
         with torch.inference_mode():
-            for size in range(1, self.max_batch_size + 1):
-                for length in buckets:
-                    ids = torch.full((size, length), self.pad_token_id, dtype=torch.long, device=self.device)
-                    mask = torch.ones_like(ids)
-                    self.model(ids, mask)
-        shapes = self.max_batch_size * len(buckets)
-        logger.info("warm-up of %d shapes took %.1f s", shapes, time.perf_counter() - started)
+            for shape in shapes:
+                ids = torch.full(shape, self.pad_token_id, dtype=torch.long, device=self.device)
+                self.model(ids, torch.ones_like(ids))
+        logger.info("warm-up of %d shapes took %.1f s", len(shapes), time.perf_counter() - started)
 
     def warmup_items(self, count: int) -> list[str]:
         """Texts of spread-out lengths, so warm-up runs more than one shape."""

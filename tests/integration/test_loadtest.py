@@ -80,6 +80,16 @@ def gate_section(output: str) -> str:
     return output[output.index("SLA gate (profile") :]
 
 
+def verdicts(report: Path) -> dict[str, dict[str, Any]]:
+    """Each model's entry of the ``--sla-report`` document, by model."""
+    return {entry["model"]: entry for entry in json.loads(report.read_text())["models"]}
+
+
+def breached(entry: dict[str, Any]) -> dict[str, float]:
+    """The figures a model failed, with the targets they failed."""
+    return {check["figure"]: check["target"] for check in entry["checks"] if not check["passed"]}
+
+
 def write_sla(tmp_path: Path, resnet18: dict[str, float], bert_intent: dict[str, float]) -> Path:
     sla_file = tmp_path / "sla.yaml"
     profiles = {"test": {"resnet18": resnet18, "bert_intent": bert_intent}}
@@ -166,22 +176,27 @@ def test_impossible_latency_target_fails_and_names_figure_and_model(
     server: TorchServe, tmp_path: Path
 ) -> None:
     sla_file = write_sla(tmp_path, {**GENEROUS, "p99_ms": 1}, {**GENEROUS, "p99_ms": 60000})
-    result = run_headless(server, "--sla-file", str(sla_file), "--mode", "open", "--user-rate", "4")
-    assert result.returncode == 1
-    gate = gate_section(result.stdout)
-    assert "breached: resnet18: p99_ms = " in gate and "target <= 1.0 ms" in gate
-    assert "breached: bert_intent" not in gate  # the other model met its (generous) targets
+    report = tmp_path / "sla.json"
+    result = run_headless(
+        server, "--sla-file", str(sla_file), "--sla-report", str(report), "--mode", "open", "--user-rate", "4"
+    )
+    assert result.returncode == 1, gate_section(result.stdout)
+    models = verdicts(report)
+    assert breached(models["resnet18"]) == {"p99_ms": 1.0}
+    assert models["bert_intent"]["passed"] is True  # the other model met its (generous) targets
     # the breach comes with its cause, read off the server's figures (each rule names its numbers)
-    why = [line for line in gate.splitlines() if line.startswith("  why: resnet18: ")]
-    assert why and all("ms" in line or "batches average" in line for line in why), gate
+    why = models["resnet18"]["diagnosis"]
+    assert why and all("ms" in cause or "batches average" in cause for cause in why), why
 
 
-def test_wrong_token_fails_on_the_error_rate(server: TorchServe) -> None:
-    result = run_headless(server, "--think-time", "0.05", env={"TS_INFERENCE_TOKEN": "not-the-key"})
-    assert result.returncode == 1
-    gate = gate_section(result.stdout)
-    assert "breached: resnet18: max_error_rate = 100.00%" in gate
-    assert "breached: bert_intent: max_error_rate = 100.00%" in gate
+def test_wrong_token_fails_on_the_error_rate(server: TorchServe, tmp_path: Path) -> None:
+    report = tmp_path / "sla.json"
+    result = run_headless(
+        server, "--think-time", "0.05", "--sla-report", str(report), env={"TS_INFERENCE_TOKEN": "not-the-key"}
+    )
+    assert result.returncode == 1, gate_section(result.stdout)
+    for model, entry in verdicts(report).items():
+        assert "max_error_rate" in breached(entry) and entry["measured"]["error_rate"] == 1.0, model
     assert "InvalidKeyException" in result.stderr  # Locust's error report (stderr) says why
 
 

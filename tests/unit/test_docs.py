@@ -1,20 +1,25 @@
-"""Every path, make target, `tsbatch` command and Python module the README and docs/ name exists.
+"""Every path, make target, `tsbatch` command and Python module the README, docs/ and the code's
+own prose name exists.
 
 Docs drift silently (a moved module, a folder that never existed); this reads the code
-spans, code blocks and links of README.md and docs/*.md and checks each name against the
-repository, so a rename that forgets the docs fails here.
+spans, code blocks and links of README.md and docs/*.md, and the docstrings and comments
+of the source and tests, and checks each name against the repository, so a rename that
+forgets the prose fails here.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
 
 from tsbatch.cli.commands import COMMANDS
-from tsbatch.paths import REPO_ROOT
+from tsbatch.paths import HANDLERS_DIR, REPO_ROOT
 
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 # Paths are checked when they start in one of these (build outputs such as build/,
@@ -90,11 +95,20 @@ def named_modules(page: Path) -> set[str]:
     }
 
 
+def module_file(module: str) -> Path | None:
+    """The file of a module of this repository; handlers/ is an import root of its own (batchkit)."""
+    for root in (REPO_ROOT, HANDLERS_DIR):
+        path = root / module.replace(".", "/")
+        for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
 def module_exists(module: str) -> bool:
-    path = REPO_ROOT / module.replace(".", "/")
-    if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+    if module_file(module):
         return True
-    if module.split(".")[0] in {"tsbatch", "scripts", "deploy", "loadtest", "handlers", "tests"}:
+    if module.split(".")[0] in {"tsbatch", "batchkit", "scripts", "deploy", "loadtest", "handlers", "tests"}:
         return False
     return importlib.util.find_spec(module) is not None
 
@@ -125,6 +139,83 @@ def test_named_tsbatch_commands_exist(page: Path) -> None:
 def test_named_modules_exist(page: Path) -> None:
     missing = sorted(module for module in named_modules(page) if not module_exists(module))
     assert not missing, f"{page.name} names modules that do not exist: {missing}"
+
+
+# The code's prose: docstrings and comments of these folders name modules two ways, dotted
+# under the project's own import roots, or as a relative path to a .py file.
+PROSE_DIRS = ("handlers", "tsbatch", "tests", "scripts", "deploy")
+DOTTED_NAME = re.compile(r"(?<![\w./-])((?:tsbatch|batchkit|deploy|scripts)(?:\.[A-Za-z_]\w*)+)")
+PY_PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)+[\w-]+\.py)\b")
+
+
+def prose(source: str) -> list[str]:
+    """The docstrings (module, class, function) and comments of one source file."""
+    docstrings = [
+        docstring
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and (docstring := ast.get_docstring(node, clean=False))
+    ]
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return docstrings + [token.string for token in tokens if token.type == tokenize.COMMENT]
+
+
+def top_level_names(path: Path) -> set[str]:
+    """What ``from module import name`` finds: the module's definitions, assignments and imports."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(target.id for target in targets if isinstance(target, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
+
+
+def dotted_name_exists(name: str) -> bool:
+    """A module, or an attribute of one: the longest module prefix must exist and, when
+    something follows it, define that next name (``batchkit.images.decode_pixels``)."""
+    parts = name.split(".")
+    for length in range(len(parts), 0, -1):
+        if path := module_file(".".join(parts[:length])):
+            return length == len(parts) or parts[length] in top_level_names(path)
+    return False
+
+
+def stale_names(path: Path) -> list[str]:
+    """The module names and .py paths in ``path``'s prose that resolve to nothing here."""
+    missing = set()
+    for text in prose(path.read_text()):
+        missing.update(name for name in DOTTED_NAME.findall(text) if not dotted_name_exists(name))
+        missing.update(
+            named
+            for named in PY_PATH.findall(text)
+            if not any((root / named).is_file() for root in (REPO_ROOT, HANDLERS_DIR))
+        )
+    return sorted(missing)
+
+
+def test_modules_named_in_docstrings_and_comments_exist() -> None:
+    stale = {
+        str(path.relative_to(REPO_ROOT)): names
+        for folder in PROSE_DIRS
+        for path in sorted((REPO_ROOT / folder).rglob("*.py"))
+        if (names := stale_names(path))
+    }
+    assert not stale, f"docstrings or comments name modules that do not exist: {stale}"
+
+
+def test_the_prose_checker_sees_a_stale_name(tmp_path: Path) -> None:
+    source = tmp_path / "module.py"
+    source.write_text(
+        '"""Built by ``tsbatch.archive.compiled`` with ``batchkit.images.decode_pixels``, not\n'
+        '``tsbatch.bench.variants`` nor ``batchkit.images.no_such``; see deploy/container_config.py."""\n'
+        "# tsbatch/archive/gone.py is stale, batchkit/config.py is not; /app/deploy/start.py is the image's.\n"
+    )
+    stale = ["batchkit.images.no_such", "tsbatch.bench.variants", "tsbatch/archive/gone.py"]
+    assert stale_names(source) == stale
 
 
 def test_the_checker_sees_a_missing_name(tmp_path: Path) -> None:

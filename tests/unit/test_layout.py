@@ -7,6 +7,7 @@ test imports still fails here.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from tsbatch.paths import HANDLERS_DIR, REPO_ROOT
 
 MAX_MODULE_LINES = 400
 SOURCE_DIRS = ("tsbatch", "handlers", "scripts", "loadtest", "deploy")
+ARCHITECTURE = REPO_ROOT / "docs" / "architecture.md"
 
 
 def source_files() -> Iterator[Path]:
@@ -119,3 +121,87 @@ def test_module_is_short_and_leaves_sys_path_alone(path: Path) -> None:
         f"{path.name} is over {MAX_MODULE_LINES} lines: split it"
     )
     assert "sys.path" not in text, "imports resolve through the installed package, not sys.path edits"
+
+
+def table_rows(page: Path = ARCHITECTURE) -> dict[str, set[str]]:
+    """The table of parts: each row's folder (or glob) -> the names its modules cell lists;
+    what a parenthesis says about a module (its classes, functions) is not a module."""
+    rows = {}
+    for line in page.read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        modules = cells[2]
+        while (bare := re.sub(r"\([^()]*\)", "", modules)) != modules:
+            modules = bare
+        rows[re.findall(r"`([^`]+)`", cells[0])[0]] = set(re.findall(r"`([^`]+)`", modules))
+    return rows
+
+
+def documented_modules() -> Iterator[Path]:
+    """What the table must list: the Python modules of handlers/ and tsbatch/, the plugins' Java classes."""
+    for folder in ("handlers", "tsbatch"):
+        yield from sorted(path for path in (REPO_ROOT / folder).rglob("*.py") if path.name != "__init__.py")
+    yield from sorted((REPO_ROOT / "plugins").rglob("*.java"))
+
+
+def row_of(path: Path, rows: dict[str, set[str]]) -> str | None:
+    """A module's row: its folder's (a plugin's, for the Java classes below it) or a glob that matches it."""
+    for row in rows:
+        folder = REPO_ROOT / row
+        in_folder = path.parent == folder or (path.suffix == ".java" and path.is_relative_to(folder))
+        if in_folder if row.endswith("/") else path in REPO_ROOT.glob(row):
+            return row
+    return None
+
+
+def listed_name_exists(row: str, name: str) -> bool:
+    """A name in a row is a module of its folder, a subfolder (``sweep/``), or a file its glob matches."""
+    if not row.endswith("/"):
+        return any(path.stem == name for path in REPO_ROOT.glob(row))
+    folder = REPO_ROOT / row
+    if name.endswith("/"):
+        return (folder / name).is_dir()
+    return (folder / f"{name}.py").is_file() or any(folder.rglob(f"{name}.java"))
+
+
+def unlisted_modules(rows: dict[str, set[str]]) -> list[str]:
+    missing = []
+    for path in documented_modules():
+        relative = path.relative_to(REPO_ROOT)
+        row = row_of(path, rows)
+        if row is None:
+            missing.append(f"{relative}: the table has no row `{relative.parent}/`")
+        elif path.stem not in rows[row]:
+            missing.append(f"`{path.stem}` ({relative}) is missing from the row `{row}`")
+    return missing
+
+
+def test_the_table_of_parts_lists_every_module() -> None:
+    missing = unlisted_modules(table_rows())
+    assert not missing, "docs/architecture.md, The parts:\n" + "\n".join(missing)
+
+
+def test_every_module_the_table_names_exists() -> None:
+    stale = [
+        f"the row `{row}` names `{name}`, which is not there"
+        for row, names in table_rows().items()
+        for name in sorted(names)
+        if not listed_name_exists(row, name)
+    ]
+    assert not stale, "docs/architecture.md, The parts:\n" + "\n".join(stale)
+
+
+def test_the_table_checker_sees_a_missing_and_a_stale_module(tmp_path: Path) -> None:
+    page = tmp_path / "architecture.md"
+    page.write_text(
+        "| folder | what it is | modules |\n| --- | --- | --- |\n"
+        "| `tsbatch/server/` | running | `process` (`TorchServe`), `daemon`, `gone` |\n"
+    )
+    rows = table_rows(page)
+    assert rows == {"tsbatch/server/": {"process", "daemon", "gone"}}
+    missing = unlisted_modules(rows)
+    assert "`served` (tsbatch/server/served.py) is missing from the row `tsbatch/server/`" in missing
+    assert "tsbatch/machine.py: the table has no row `tsbatch/`" in missing
+    assert listed_name_exists("tsbatch/server/", "daemon")
+    assert not listed_name_exists("tsbatch/server/", "gone")

@@ -156,18 +156,19 @@ def print_table(results: list[RunResult]) -> None:
         )
 
 
-def runnable_rows(names: list[str], spec: ModelSpec) -> list[str]:
-    """The asked-for rows this machine can run; a pinned variant it cannot is skipped, saying why."""
+def runnable_rows(names: list[str], spec: ModelSpec) -> tuple[list[str], dict[str, str]]:
+    """The asked-for rows this machine can run, and why each pinned variant it cannot is skipped."""
     runnable, skipped = machine_variants(spec.artifact_dir)
     kept = []
+    passed_over = {}
     for name in names:
         variant = PINNED.get(name)
         if variant is None or variant == BASELINE or any(v.precision == variant.precision for v in runnable):
             kept.append(name)
         else:
             reasons = [reason for reason in skipped if reason.split(":")[0].endswith(variant.precision)]
-            print(f"[bench] {name} skipped: {'; '.join(reasons) or 'not runnable here'}")
-    return kept
+            passed_over[name] = "; ".join(reasons) or "not runnable here"
+    return kept, passed_over
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,7 +203,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.clients} clients, {args.warmup:.0f}s warm-up + {args.duration:.0f}s measured per run"
     )
     handlers = {"ours": spec.handler, **{name: spec.handler for name in PINNED}, "usual": BASELINE_HANDLER}
-    chosen = runnable_rows([name.strip() for name in args.handlers.split(",") if name.strip()], spec)
+    chosen, passed_over = runnable_rows(
+        [name.strip() for name in args.handlers.split(",") if name.strip()], spec
+    )
+    for name, why in passed_over.items():
+        print(f"[bench] {name} skipped: {why}")
     results: list[RunResult] = []
     base_settings = archive_settings(args.properties, MODEL)
     with tempfile.TemporaryDirectory(prefix="bench-intent-") as temp:

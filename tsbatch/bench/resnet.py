@@ -1,6 +1,6 @@
 """Benchmark: the ResNet served by TorchServe under concurrent clients vs the same
 model run in-process at the same batch size and thread count, one row per runtime x
-precision this machine can run (``tsbatch.bench.variants``), fp32 TorchScript first as
+precision this machine can run (``tsbatch.archive.variants``), fp32 TorchScript first as
 the baseline, and the default configuration's speedup over it.
 
 The served figure includes everything a client pays for (HTTP, the frontend's batching

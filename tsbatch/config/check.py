@@ -319,18 +319,24 @@ def check(
     return problems
 
 
+def check_files(properties_path: Path, manifest_path: Path, include_archives: bool = True) -> list[Problem]:
+    """:func:`check` of both files as ``make check-config`` reads them: a manifest the build
+    would refuse is an error of its own, and config.properties is then checked alone."""
+    try:
+        manifest: Manifest | None = load_manifest(manifest_path)
+        problems = []
+    except ManifestError as exc:
+        manifest, problems = None, [Problem("error", "manifest", str(exc))]
+    return problems + check(properties_path, manifest, include_archives)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     add_manifest_arguments(parser, choose_models=False)
     parser.add_argument("--no-archives", action="store_true", help="check the file only")
     parser.add_argument("--strict", action="store_true", help="warnings fail too")
     args = parser.parse_args(argv)
-    try:
-        manifest: Manifest | None = load_manifest(args.manifest)
-        problems = []
-    except ManifestError as exc:  # the build refuses it too; check config.properties alone
-        manifest, problems = None, [Problem("error", "manifest", str(exc))]
-    problems += check(args.properties, manifest, not args.no_archives)
+    problems = check_files(args.properties, args.manifest, not args.no_archives)
     for problem in problems:
         print(problem)
     errors = [p for p in problems if p.severity == "error"]

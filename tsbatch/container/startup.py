@@ -30,7 +30,12 @@ KSERVE_MODEL_DIR = Path("/mnt/models")
 
 
 class StartupError(RuntimeError):
-    """The configuration cannot be served; the message lists why."""
+    """The configuration cannot be served; the message says why, ``problems`` are the
+    configuration's errors when that is the reason."""
+
+    def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
 
 
 def option(command: list[str], flag: str) -> str | None:
@@ -102,5 +107,5 @@ def prepare(
         print(f"[start] {problem}")
     errors = [p for p in problems if p.severity == "error"]
     if errors:
-        raise StartupError(f"{properties}: {len(errors)} error(s) (above); not starting TorchServe")
+        raise StartupError(f"{properties}: {len(errors)} error(s) (above); not starting TorchServe", errors)
     return command if target == image_store else with_option(command, "--model-store", str(target))

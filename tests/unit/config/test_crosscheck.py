@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tsbatch.archive.manifest import load_manifest
-from tsbatch.config.check import check, main
+from tsbatch.config.check import check, check_files, main
 from tsbatch.config.properties import replace_entry, update_model_settings
 from tsbatch.paths import DEFAULT_MANIFEST, REPO_ROOT
 
@@ -71,10 +71,9 @@ def test_load_models_against_the_manifest_and_the_store(properties: Path, tmp_pa
     assert any("names no model" in m for m in found(properties, tmp_path / "build"))
 
 
-def test_check_config_reports_a_manifest_typo(
-    properties: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_check_config_reports_a_manifest_typo(properties: Path, tmp_path: Path) -> None:
     manifest = tmp_path / "models.yaml"
     manifest.write_text(DEFAULT_MANIFEST.read_text().replace("    max_length: 64", "    max_lenght: 64"))
     assert main(["--properties", str(properties), "--manifest", str(manifest), "--no-archives"]) == 1
-    assert "did you mean `max_length`?" in capsys.readouterr().out
+    (typo,) = [p for p in check_files(properties, manifest, include_archives=False) if p.where == "manifest"]
+    assert typo.severity == "error" and "did you mean `max_length`?" in typo.message

@@ -4,10 +4,13 @@ offline parts (properties reading, address mapping, key expiry) behave."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from deploy.probe import Client, local_url
+import pytest
+
+from deploy.probe import Client, ProbeFailed, local_url
 from deploy.probe import main as probe_main
 from tsbatch.config import profiles as container_config
 from tsbatch.config.properties import model_settings, parse_entries, read_properties
@@ -92,7 +95,7 @@ def test_probe_knows_the_models_to_wait_for_and_when_a_key_expired(tmp_path: Pat
     assert client.management == "http://127.0.0.1:8081"
 
 
-def test_probe_drain_marks_the_pod_and_readiness_then_fails(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_probe_drain_marks_the_pod_and_readiness_then_fails(tmp_path: Path, monkeypatch) -> None:
     """preStop's `probe.py drain`: the mark appears, the wait ends, and readiness fails
     before it asks the server anything (no server runs here)."""
     marker = tmp_path / "draining"
@@ -103,7 +106,8 @@ def test_probe_drain_marks_the_pod_and_readiness_then_fails(tmp_path: Path, monk
         probe_main(["ready", "--config", str(container_config.TARGET), "--key-file", str(tmp_path / "k")])
         == 1
     )
-    assert "draining" in capsys.readouterr().err
+    with pytest.raises(ProbeFailed, match=re.escape(f"draining ({marker} exists)")):
+        Client(container_config.TARGET, tmp_path / "k", timeout=1).ready()
 
 
 def test_the_image_loads_the_plugins_from_where_the_build_stage_puts_them() -> None:

@@ -70,12 +70,12 @@ def test_a_changed_batch_size_is_repackaged_into_the_writable_store(image, tmp_p
     assert archive_model_config(manifest.model_store / f"{MODEL}.mar")["batchSize"] != 3, "image left alone"
 
 
-def test_a_config_with_errors_does_not_start(image, tmp_path: Path, capsys) -> None:
+def test_a_config_with_errors_does_not_start(image, tmp_path: Path) -> None:
     manifest, properties = image
     properties.write_text(properties.read_text().replace("job_queue_size=64", "job_queue_size=lots"))
-    with pytest.raises(StartupError, match="error"):
+    with pytest.raises(StartupError, match="1 error") as raised:
         prepare(command(manifest.model_store, properties), tmp_path / "writable", manifest)
-    assert "job_queue_size" in capsys.readouterr().out
+    assert [problem.where for problem in raised.value.problems] == ["job_queue_size"]
 
 
 def test_archives_from_kserve_storage_are_never_repackaged(image, tmp_path: Path) -> None:

@@ -314,13 +314,14 @@ def test_locust_master_and_workers_run_the_locustfile() -> None:
 
 @pytest.mark.parametrize("deployment", ["locust-master", "locust-worker"])
 def test_locust_accepts_the_manifest_arguments(deployment: str) -> None:
-    """Locust parses the arguments (its own and the locustfile's) and lists the users."""
+    """Locust parses the arguments (its own and the locustfile's; one it does not know exits 2)
+    and lists the users."""
     args = container(find("Deployment", deployment))["args"]
     locust = Path(sys.executable).parent / "locust"
     result = subprocess.run(
         [str(locust), *args, "--list"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
     )
-    assert result.returncode == 0 and "unrecognized arguments" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 def _dockerfile_uid() -> str:

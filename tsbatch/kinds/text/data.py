@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -175,6 +174,14 @@ class Leakage:
             "dropped": self.dropped,
         }
 
+    def warning(self) -> str:
+        """What the build prints about it: a repeat inflates the split's score."""
+        action = "dropped" if self.dropped else "kept (scored whole; --drop-repeats removes them)"
+        return (
+            f"[train] warning: {self.exact + self.near} of {self.size} {self.split} texts repeat an earlier "
+            f"split ({self.exact} same words, {self.near} near), {action}; e.g. {self.examples[0]}"
+        )
+
 
 def screen_repeats(
     data: IntentData, strict: bool = False, drop: bool = False, min_overlap: float | None = None
@@ -182,7 +189,8 @@ def screen_repeats(
     """Find the evaluation texts that repeat an earlier split, exactly or (``min_overlap``)
     nearly. By default every split is scored whole and the leakage reported, so figures on a
     public benchmark compare with published ones; ``strict`` refuses repeats, ``drop``
-    removes them (the report then says which splits were altered)."""
+    removes them (the report then says which splits were altered; :meth:`Leakage.warning`
+    is what to print)."""
     kept: dict[str, list[Example]] = {}
     leakage: dict[str, Leakage] = {}
     reference = [text for text, _ in data.train]
@@ -196,13 +204,6 @@ def screen_repeats(
         if repeats:
             exact = sum(r.exact for r in repeats)
             leakage[name] = Leakage(name, len(split), exact, len(repeats) - exact, shown, drop)
-            action = "dropped" if drop else "kept (scored whole; --drop-repeats removes them)"
-            print(
-                f"[train] warning: {len(repeats)} of {len(split)} {name} texts repeat an earlier split "
-                f"({exact} same words, {len(repeats) - exact} near), {action}; e.g. {shown[0]}",
-                file=sys.stderr,
-                flush=True,
-            )
         dropped = {r.index for r in repeats} if drop else set()
         kept[name] = [example for i, example in enumerate(split) if i not in dropped]
         reference += [text for text, _ in kept[name]]

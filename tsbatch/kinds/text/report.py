@@ -8,6 +8,7 @@ intents it confused and how.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +210,8 @@ def train_from_settings(
     check_data(read, oos_label)
     section = settings.data
     data, leakage = screen_repeats(read, section.strict, section.drop_repeats, section.near_duplicate_overlap)
+    for found in leakage.values():
+        print(found.warning(), file=sys.stderr, flush=True)
     trained, report = train_and_report(
         data,
         settings.base_model,

@@ -41,11 +41,11 @@ def test_a_users_folder_wins_and_is_preprocessed_as_served(tmp_path: Path) -> No
         calibration_batches(resolved(), Calibration(images=str(tmp_path / "none")))
 
 
-def test_training_images_then_noise(capsys: pytest.CaptureFixture[str]) -> None:
+def test_training_images_then_noise() -> None:
     batches, source = calibration_batches(resolved(torch.ones(40, 3, 16, 16)), Calibration())
     assert (
         sum(len(batch[0]) for batch in batches) == 40
         and source == "40 images from the build's training images"
     )
     batches, source = calibration_batches(resolved(), Calibration(count=8))
-    assert source == "8 images from seeded noise" and "calibrating on seeded noise" in capsys.readouterr().out
+    assert sum(len(batch[0]) for batch in batches) == 8 and source == "8 images from seeded noise"

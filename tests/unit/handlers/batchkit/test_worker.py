@@ -33,15 +33,14 @@ def test_optimized_module_folds_batch_norm_and_keeps_the_answers(artifact: Path)
             assert torch.allclose(optimized(sample(size)), plain(sample(size)), atol=1e-5)
 
 
-def test_module_that_fails_its_check_is_served_plain(artifact: Path, caplog) -> None:
-    # No optimized module can be within a negative tolerance: the check must reject it.
+def test_module_that_fails_its_check_is_served_plain(artifact: Path) -> None:
+    # The same check input the optimized module passes above, but no module can be within a
+    # negative tolerance: only the check can have rejected it.
     model = load_torchscript(artifact, torch.device("cpu"), optimize=True, check_input=sample(2), atol=-1.0)
     assert "batch_norm" in str(model.inlined_graph)
-    assert "serving model.pt unoptimized: optimized outputs differ" in caplog.text
 
 
-def test_module_that_cannot_be_optimized_is_served_plain(artifact: Path, caplog) -> None:
+def test_module_that_cannot_be_optimized_is_served_plain(artifact: Path) -> None:
     # A check input of the wrong shape makes the optimized run raise: still no crash.
     model = load_torchscript(artifact, torch.device("cpu"), optimize=True, check_input=torch.zeros(2, 5))
     assert "batch_norm" in str(model.inlined_graph)
-    assert "serving model.pt unoptimized" in caplog.text

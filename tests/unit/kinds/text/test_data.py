@@ -95,32 +95,30 @@ LEAKY = IntentData(
 )
 
 
-def test_repeats_are_reported_and_every_split_scored_whole_by_default(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_repeats_are_reported_and_every_split_scored_whole_by_default() -> None:
     whole, leakage = screen_repeats(LEAKY)
     assert whole == LEAKY
-    assert {name: (found.exact, found.near, found.dropped) for name, found in leakage.items()} == {
-        "validation": (1, 0, False),
-        "test": (1, 0, False),
-        "blind": (1, 0, False),
+    assert {
+        name: (found.size, found.exact, found.near, found.dropped) for name, found in leakage.items()
+    } == {
+        "validation": (3, 1, 0, False),
+        "test": (3, 1, 0, False),
+        "blind": (2, 1, 0, False),
     }
     assert leakage["test"].examples == ("'send money' ~ 'send money'",)
-    assert "1 of 3 test texts repeat an earlier split" in capsys.readouterr().err
 
 
-def test_repeats_are_dropped_when_asked_with_a_warning_that_counts_them(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_repeats_are_dropped_when_asked_and_the_report_says_so() -> None:
     kept, leakage = screen_repeats(LEAKY, drop=True)
     assert kept.train == LEAKY.train and all(found.dropped for found in leakage.values())
     assert kept.validation == [("send money", "y"), ("sing a song", "oos")]
     # "send money" repeats validation, which is scored before test
     assert kept.test == [("what is my balance please", "x"), ("move cash", "y")]
     assert kept.blind == [("balance of savings", "x")]
-    warnings = capsys.readouterr().err
-    assert "1 of 3 validation texts" in warnings and "1 of 3 test texts" in warnings
-    assert "1 of 2 blind texts" in warnings and "dropped" in warnings
+    assert (
+        leakage["blind"].warning().startswith("[train] warning: 1 of 2 blind texts repeat an earlier split")
+    )
+    assert "), dropped; e.g. 'tell me a joke!'" in leakage["blind"].warning()
     near, _ = screen_repeats(LEAKY, drop=True, min_overlap=0.8)
     assert near.test == [("move cash", "y")]
 

@@ -1,4 +1,4 @@
-"""The committed intent data and the script that splits it (scripts/split_intents.py)."""
+"""The committed intent data and the script that splits it (`tsbatch split-intents`)."""
 
 from __future__ import annotations
 
