@@ -10,6 +10,8 @@ intended name.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
@@ -61,7 +63,8 @@ class Compile(Section):
 
 
 class Digits(Section):
-    """The offline fallback: the architecture trained on scikit-learn's handwritten digits."""
+    """The offline fallback: the architecture trained on scikit-learn's handwritten digits
+    (``image_size`` must suit it: some need larger inputs than the default)."""
 
     image_size: Annotated[int, Field(ge=16)] = 32
     epochs: PositiveInt = 6
@@ -74,6 +77,7 @@ class Digits(Section):
 class Weights(Section):
     """Tried in order: ``path``, torchvision's ``torchvision`` weights, then ``digits``."""
 
+    # A state_dict for ``architecture``, a TorchScript file or a ``torch.export.save`` program (.pt2).
     path: str | None = None
     labels: str | None = None
     torchvision: str | None = "DEFAULT"
@@ -107,11 +111,19 @@ class Common(Section):
         return str(value) if isinstance(value, int | float) else value
 
 
+@functools.cache
+def image_architectures() -> tuple[str, ...]:
+    """torchvision's classification model names (imported here: only image entries need it)."""
+    import torchvision
+
+    return tuple(torchvision.models.list_models(module=torchvision.models))
+
+
 class ImageModel(Common):
-    """An image classifier (``kind: image``): a torchvision ResNet."""
+    """An image classifier (``kind: image``): any torchvision classification architecture."""
 
     kind: Literal["image"]
-    architecture: Literal["resnet18", "resnet34", "resnet50"] = "resnet18"
+    architecture: str = "resnet18"
     weights: Weights = Weights()
     preprocessing: Preprocessing | None = None
     max_image_pixels: PositiveInt = 40_000_000
@@ -119,6 +131,16 @@ class ImageModel(Common):
     max_inputs_per_request: PositiveInt = 32
     optimize: bool = True
     verify: Verify = Verify(batch_sizes=(1, 4))
+
+    @field_validator("architecture")
+    @classmethod
+    def _torchvision_classifier(cls, value: str) -> str:
+        known = image_architectures()
+        if value in known:
+            return value
+        close = difflib.get_close_matches(value, known, n=3, cutoff=0.6)
+        hint = f"close matches: {', '.join(close)}" if close else "see torchvision.models.list_models()"
+        raise ValueError(f"{value!r} is not a torchvision classification architecture ({hint})")
 
 
 class IntentData(Section):

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from pathlib import Path
 
 import pytest
 
 from batchkit.config import ImageModelConfig, ModelConfig, TextModelConfig
+from tsbatch.archive.manifest import ManifestError, validate_entry
 from tsbatch.archive.schema import ImageModel, TextModel
 
 PAIRS = [(ImageModelConfig, ImageModel), (TextModelConfig, TextModel)]
@@ -59,3 +61,14 @@ def test_the_archive_carries_the_manifest_fields_by_name() -> None:
     image = ImageModel.model_validate({"kind": "image", "handler": "h", "version": "1", "optimize": False})
     assert {"weights", "kind", "verify"}.isdisjoint(handler_fields(image, ImageModelConfig))
     assert handler_fields(image, ImageModelConfig)["optimize"] is False
+
+
+def test_the_image_kind_takes_any_torchvision_classifier() -> None:
+    entry = {"kind": "image", "handler": "h", "version": "1", "architecture": "mobilenet_v3_small"}
+    assert ImageModel.model_validate(entry).architecture == "mobilenet_v3_small"
+
+
+def test_an_unknown_architecture_is_refused_naming_the_close_match() -> None:
+    entry = {"kind": "image", "handler": "h", "version": "1", "architecture": "resnet19"}
+    with pytest.raises(ManifestError, match=r"`architecture`: .*'resnet19' is not a torchvision .*resnet18"):
+        validate_entry("m", entry, Path("models.yaml"))

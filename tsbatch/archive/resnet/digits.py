@@ -1,6 +1,6 @@
-"""The offline fallback: the ResNet architecture trained here on scikit-learn's bundled
-handwritten digits (real data), so that a build without pretrained weights still serves a
-real classifier; it fails below the manifest's accuracy gate.
+"""The offline fallback: the manifest's image classifier architecture trained here on
+scikit-learn's bundled handwritten digits (real data), so that a build without pretrained
+weights still serves a real classifier; it fails below the manifest's accuracy gate.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from tsbatch.archive.resnet.weights import ExportError, ResolvedWeights, build_architecture
+from tsbatch.archive.resnet.weights import ExportError, ResolvedWeights, build_architecture, class_count
 from tsbatch.archive.schema import Digits
 from tsbatch.workloads.images import ink_pictures
 
@@ -47,6 +47,7 @@ def train_on_digits(architecture: str, options: Digits) -> ResolvedWeights:
     train_images, test_images = ink_pictures(train_x), ink_pictures(test_x)
     test_tensor = tensors(test_images, augmented=False)
     model = build_architecture(architecture, 10)
+    class_count(model.eval(), size, f"{architecture} at weights.digits.image_size {size}")
     optimizer = torch.optim.AdamW(model.parameters(), lr=options.learning_rate)
     steps = epochs * int(np.ceil(len(train_images) / batch_size))
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
