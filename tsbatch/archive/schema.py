@@ -72,6 +72,7 @@ class Digits(Section):
     learning_rate: Annotated[float, Field(gt=0.0)] = 2e-3
     seed: int = 0
     min_accuracy: Fraction = 0.95
+    threads: PositiveInt | None = None  # training threads (default: torch's, every core)
 
 
 class Weights(Section):

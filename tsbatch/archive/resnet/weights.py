@@ -157,27 +157,14 @@ def load_user_weights(
     )
     labels = artifacts.read_labels(labels_path) if labels_path else None
     details = {"path": str(path), "sha256_16": artifacts.file_digest(path)}
-    if path.suffix == EXPORTED_SUFFIX:
-        model = ExportedClassifier(load_exported_program(path))
-        what = f"exported program {path.name}"
+    whole = whole_model(path)
+    if whole is not None:
+        module, what = whole
+        eager = module if isinstance(module, ExportedClassifier) else None
         return ResolvedWeights(
-            model=model,
-            scripted=None,
-            labels=labels_for(labels, class_count(model, preprocessing["crop_size"], what), architecture),
-            source=f"user {what}",
-            details=details,
-            **preprocessing,
-        )
-    try:
-        scripted = torch.jit.load(str(path), map_location="cpu").eval()
-    except RuntimeError:
-        scripted = None
-    if scripted is not None:
-        what = f"TorchScript artifact {path.name}"
-        return ResolvedWeights(
-            model=None,
-            scripted=scripted,
-            labels=labels_for(labels, class_count(scripted, preprocessing["crop_size"], what), architecture),
+            model=eager,
+            scripted=None if eager is not None else module,
+            labels=labels_for(labels, class_count(module, preprocessing["crop_size"], what), architecture),
             source=f"user {what}",
             details=details,
             **preprocessing,
@@ -206,6 +193,17 @@ def load_user_weights(
         details=details,
         **preprocessing,
     )
+
+
+def whole_model(path: Path) -> tuple[ExportedClassifier | torch.jit.ScriptModule, str] | None:
+    """The network saved whole in ``path`` (a torch.export program, TorchScript) and what it
+    is; None for weights alone (a state_dict)."""
+    if path.suffix == EXPORTED_SUFFIX:
+        return ExportedClassifier(load_exported_program(path)), f"exported program {path.name}"
+    try:
+        return torch.jit.load(str(path), map_location="cpu").eval(), f"TorchScript artifact {path.name}"
+    except RuntimeError:
+        return None
 
 
 def load_exported_program(path: Path) -> torch.export.ExportedProgram:
