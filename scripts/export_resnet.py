@@ -1,4 +1,4 @@
-"""`python -m scripts.export_resnet`: export and verify the ResNet classifier (the code lives in `tsbatch.archive.resnet.export`)."""
+"""`python -m scripts.export_resnet`: export and verify the image classifier (the code lives in `tsbatch.archive.resnet.export`)."""
 
 from tsbatch.archive.resnet.export import main
 

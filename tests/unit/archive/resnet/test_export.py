@@ -1,4 +1,4 @@
-"""Which weights the ResNet export takes, what it writes, and the verification that gates the build."""
+"""Which weights the image classifier export takes, what it writes, and the verification that gates the build."""
 
 from __future__ import annotations
 
