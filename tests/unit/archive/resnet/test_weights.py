@@ -11,11 +11,10 @@ import pytest
 import torch
 import torchvision
 
-from batchkit.images import check_images
 from tests.conftest import TINY_CROP, TINY_LABELS, TinyImageNet
-from tsbatch.archive.compiled import CompileSettings, GateData, build_and_gate
+from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import load_manifest
-from tsbatch.archive.resnet.export import resolve_weights, to_torchscript
+from tsbatch.archive.resnet.export import export, resolve_weights
 from tsbatch.archive.resnet.weights import (
     ExportedClassifier,
     ExportError,
@@ -105,17 +104,25 @@ def test_labels_must_match_the_classes_the_model_scores(tmp_path: Path) -> None:
         load_user_weights(tmp_path / "m.pt", tmp_path / "labels.txt", "resnet18", TINY_PREPROCESSING)
 
 
-def test_an_exported_program_builds_a_gated_package_like_an_eager_model(tmp_path: Path) -> None:
+def test_an_exported_program_is_traced_compiled_and_gated_like_an_eager_model(tmp_path: Path, spec) -> None:
     program = tiny_program(tmp_path / "tiny.pt2")
     resolved = load_user_weights(program, tmp_path / "labels.json", "resnet18", TINY_PREPROCESSING)
     assert isinstance(resolved.model, ExportedClassifier) and resolved.labels == TINY_LABELS
     assert resolved.model.eval() is resolved.model  # the program's module alone refuses eval()
-    scripted, made = to_torchscript(resolved)
-    assert made == "traced"
-    images = torch.randn(8, 3, TINY_CROP, TINY_CROP, generator=torch.Generator().manual_seed(2))
-    settings = CompileSettings(targets=("cpu-fp32",), max_batch_size=4, torchscript_precisions=())
-    batch = torch.export.Dim("batch", min=1, max=4)
-    data = GateData([(chunk,) for chunk in images.split(4)], None, (check_images(TINY_CROP),), ({0: batch},))
-    outcome = build_and_gate(resolved.model, scripted, tmp_path, settings, data)
-    assert outcome.compiled_models == ["model.cpu-fp32.pt2"], outcome.skipped
-    assert [result.passed for result in outcome.results] == [True]
+    built = spec.with_settings(
+        weights={"path": str(program), "labels": str(tmp_path / "labels.json")},
+        preprocessing=TINY_PREPROCESSING.model_dump(),
+        compile={"targets": ["cpu-fp32"], "max_batch_size": 4, "torchscript_precisions": []},
+        verify={"batch_sizes": [1, 3]},
+    )
+    out = export(built)
+    info = artifacts.read_json(out / artifacts.BUILD_INFO_FILE)
+    assert (info["weights"], info["torchscript"], info["skipped_targets"]) == (
+        "user exported program tiny.pt2",
+        "traced",
+        {},
+    )
+    assert info["gates"]["aoti-cpu-fp32"]["passed"] is True
+    assert artifacts.read_json(out / artifacts.HANDLER_CONFIG_FILE)["compiled_models"] == [
+        "model.cpu-fp32.pt2"
+    ]
