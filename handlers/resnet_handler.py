@@ -1,4 +1,4 @@
-"""TorchServe handler for the ResNet image classifier (one class, as TorchServe requires)."""
+"""TorchServe handler for the image classifier, any torchvision architecture (one class, as TorchServe requires)."""
 
 from __future__ import annotations
 

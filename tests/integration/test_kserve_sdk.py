@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 from kserve import InferenceRESTClient, InferInput, InferRequest, InferResponse, RESTConfig
 
+from tsbatch.kinds.image.workload import answer_problems as image_problems
+from tsbatch.kinds.text.workload import answer_problems as text_problems
 from tsbatch.server.process import TorchServe
 from tsbatch.workloads.payloads import image_pool
-from tsbatch.workloads.schemas import intent_problems, resnet_problems
 
 T = TypeVar("T")
 
@@ -33,7 +34,7 @@ class Served:
     input_name: str
     values: list[bytes]
     as_text: Callable[[bytes], str]  # one input as a JSON body carries it
-    problems: Callable[[Any], list[str]]
+    problems: Callable[[Any, str], list[str]]  # (answer, model name)
     error_type: str
 
 
@@ -44,7 +45,7 @@ MODELS = {
         "image",
         IMAGES,
         lambda raw: base64.b64encode(raw).decode(),
-        resnet_problems,
+        image_problems,
         "invalid_image",
     ),
     "bert_intent": Served(
@@ -52,7 +53,7 @@ MODELS = {
         "text",
         [b"freeze my card", "café près d'ici".encode()],
         bytes.decode,
-        intent_problems,
+        text_problems,
         "invalid_text",
     ),
 }
@@ -81,7 +82,7 @@ def check_answers(model: Served, answers: list[Any]) -> None:
     """Every input but the last (an empty one) answered; the last its own error."""
     assert len(answers) == len(model.values) + 1
     for answer in answers[:-1]:
-        assert model.problems(answer) == []
+        assert model.problems(answer, model.name) == []
     assert answers[-1]["error"]["type"] == model.error_type
 
 

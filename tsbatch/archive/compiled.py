@@ -82,6 +82,12 @@ class GateOutcome:
     auto_runtime: dict[str, str] = field(default_factory=dict)
     int8: dict[str, Any] = field(default_factory=dict)  # calibration, build-time timing
     reference_figures: dict[str, float] = field(default_factory=dict)  # fp32 TorchScript's scores
+    skipped: dict[str, str] = field(default_factory=dict)  # target -> why no package was built
+
+    def skip(self, target: str, why: str) -> None:
+        """Record that ``target`` has no package, and why (build info, report, log)."""
+        self.skipped[target] = why
+        print(f"[export] {target}: no package, serving TorchScript ({why})")
 
     @property
     def failed(self) -> list[str]:
@@ -111,7 +117,12 @@ class GateOutcome:
             gates.setdefault(result.candidate, {}).update(
                 {**result.figures, "passed": result.passed, "failures": result.failures}
             )
-        return {"gates": gates, "compiled": self.compile_figures, "int8": self.int8}
+        return {
+            "gates": gates,
+            "compiled": self.compile_figures,
+            "int8": self.int8,
+            "skipped_targets": self.skipped,
+        }
 
 
 def host_targets() -> list[str]:
@@ -203,7 +214,9 @@ def build_and_gate(
 
     Every candidate's outputs on the check inputs are recorded (the worker's load check),
     and each fp32 package is timed against TorchScript (the worker's ``auto`` runtime).
-    ``int8`` says how a ``cpu-int8`` target is quantized (default: dynamic linear layers)."""
+    ``int8`` says how a ``cpu-int8`` target is quantized (default: dynamic linear layers).
+    A target that cannot be built from this model (no eager model, an operator export or
+    quantization does not take) is skipped with its reason: TorchScript serves regardless."""
     for stale in out.glob("model.*.pt2"):
         stale.unlink()
     outcome = GateOutcome(settings.max_batch_size, settings.enforce_gates)
@@ -219,17 +232,26 @@ def build_and_gate(
     for precision in settings.torchscript_precisions:
         served = ServedModel(torchscript, "torchscript", precision, "model.pt", 0.0)
         candidates.append((candidate_name("torchscript", "cpu", precision), served))
-    for target in settings.targets if eager is not None else ():
+    for target in settings.targets:
         device_type, precision = target.split("-")
         path = out / compiled_file_name(device_type, precision)
-        if precision == "int8":
-            plan = int8 or Int8Plan()
-            outcome.int8["calibration"] = plan.source
-            figures = compile_int8(eager, full_batch, data.dynamic_shapes, path, plan.calibration)
-        else:
-            figures = compile_package(eager, full_batch, data.dynamic_shapes, target, path)
+        if eager is None:
+            outcome.skip(target, "a TorchScript model cannot be exported to .pt2")
+            continue
+        try:
+            if precision == "int8":
+                plan = int8 or Int8Plan()
+                outcome.int8["calibration"] = plan.source
+                figures = compile_int8(eager, full_batch, data.dynamic_shapes, path, plan.calibration)
+            else:
+                figures = compile_package(eager, full_batch, data.dynamic_shapes, target, path)
+            compiled = load_compiled(path, torch.device(device_type), precision)
+        except Exception as exc:
+            first_line = (str(exc).strip().splitlines() or [""])[0][:300]
+            outcome.skip(target, f"{type(exc).__name__}: {first_line}")
+            path.unlink(missing_ok=True)
+            continue
         outcome.compile_figures[target] = figures
-        compiled = load_compiled(path, torch.device(device_type), precision)
         candidates.append((candidate_name("aoti", device_type, precision), compiled))
     for name, served in candidates:
         device = "cuda" if name.startswith("aoti-cuda") else "cpu"

@@ -34,6 +34,8 @@ def gates_section(outcome: GateOutcome) -> str:
             verdict += "" if outcome.enforced else " (not enforced: kept for timing)"
         figures = [cell(result.figures.get(name, "")) for name in names]
         lines.append(f"| {result.candidate} | " + " | ".join(figures) + f" | {verdict} |")
+    if outcome.skipped:
+        lines += ["", "Not built: " + "; ".join(f"{t} ({why})" for t, why in outcome.skipped.items()) + "."]
     if outcome.int8:
         timing = outcome.int8.get("timing", {})
         lines += ["", f"int8 quantization: {outcome.int8.get('calibration', 'not built')}."]

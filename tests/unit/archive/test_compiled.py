@@ -9,6 +9,7 @@ import torch
 from batchkit.images import check_images
 from tests.conftest import TinyImageNet
 from tsbatch.archive.compiled import CompileSettings, GateData, build_and_gate, compile_settings, host_targets
+from tsbatch.archive.gate_report import gates_section
 from tsbatch.archive.gates import top1_accuracy
 from tsbatch.archive.schema import Compile
 
@@ -77,3 +78,24 @@ def test_a_failing_package_is_removed_and_not_recorded_for_serving(tmp_path: Pat
         "accuracy 1.0000 is 100.00 points from fp32"
         in outcome.build_info()["gates"]["aoti-cpu-bf16"]["failures"][0]
     )
+
+
+class DataDependent(torch.nn.Module):
+    """Branches on its input's values: torch.export cannot capture it, TorchScript can."""
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        pooled = images.mean(dim=(2, 3))
+        return pooled if bool(pooled.sum() > 0) else -pooled
+
+
+def test_a_target_that_cannot_be_built_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    model = DataDependent()
+    images = torch.randn(8, 3, 16, 16, generator=torch.Generator().manual_seed(2))
+    settings = CompileSettings(targets=("cpu-fp32",), max_batch_size=8, torchscript_precisions=())
+    data = GateData([(images,)], None, (check_images(16),), ({0: torch.export.Dim("batch", min=1, max=8)},))
+    outcome = build_and_gate(model, torch.jit.script(model), tmp_path, settings, data)
+    assert outcome.handler_fields()["compiled_models"] == [] and outcome.results == []
+    assert "data-dependent" in outcome.build_info()["skipped_targets"]["cpu-fp32"].lower()
+    untraceable = build_and_gate(None, torch.jit.script(model), tmp_path, settings, data)
+    assert "TorchScript model cannot be exported" in untraceable.skipped["cpu-fp32"]
+    assert "Not built: cpu-fp32 (" in gates_section(untraceable)

@@ -1,1 +1,1 @@
-"""The ResNet image classifier: weights (user, torchvision or trained on digits) -> TorchScript."""
+"""The image classifier (any torchvision architecture): weights (user, torchvision or digits-trained) -> TorchScript."""

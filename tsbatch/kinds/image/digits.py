@@ -1,6 +1,6 @@
-"""The offline fallback: the ResNet architecture trained here on scikit-learn's bundled
-handwritten digits (real data), so that a build without pretrained weights still serves a
-real classifier; it fails below the manifest's accuracy gate.
+"""The offline fallback: the manifest's image classifier architecture trained here on
+scikit-learn's bundled handwritten digits (real data), so that a build without pretrained
+weights still serves a real classifier; it fails below the manifest's accuracy gate.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from tsbatch.kinds.image.schema import Digits
-from tsbatch.kinds.image.weights import ExportError, ResolvedWeights, build_architecture
+from tsbatch.kinds.image.weights import ExportError, ResolvedWeights, build_architecture, class_count
 from tsbatch.workloads.images import ink_pictures
 
 DIGITS_MEAN = (0.5, 0.5, 0.5)
@@ -29,6 +29,8 @@ def train_on_digits(architecture: str, options: Digits) -> ResolvedWeights:
 
     seed, size, epochs, batch_size = options.seed, options.image_size, options.epochs, options.batch_size
     torch.manual_seed(seed)
+    if options.threads:
+        torch.set_num_threads(options.threads)
     generator = np.random.default_rng(seed)
     digits = load_digits()
     train_x, test_x, train_y, test_y = train_test_split(
@@ -46,7 +48,9 @@ def train_on_digits(architecture: str, options: Digits) -> ResolvedWeights:
 
     train_images, test_images = ink_pictures(train_x), ink_pictures(test_x)
     test_tensor = tensors(test_images, augmented=False)
+    train_tensor = tensors(train_images, augmented=False)
     model = build_architecture(architecture, 10)
+    class_count(model.eval(), size, f"{architecture} at weights.digits.image_size {size}")
     optimizer = torch.optim.AdamW(model.parameters(), lr=options.learning_rate)
     steps = epochs * int(np.ceil(len(train_images) / batch_size))
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
@@ -67,6 +71,7 @@ def train_on_digits(architecture: str, options: Digits) -> ResolvedWeights:
             optimizer.step()
             scheduler.step()
             total_loss += float(loss.detach()) * len(index)
+        estimate_batch_norm(model, train_tensor, batch_size)
         accuracy = held_out_accuracy(model, test_tensor, test_y)
         print(
             f"[export] digits epoch {epoch + 1}/{epochs} loss {total_loss / len(order):.4f} "
@@ -96,8 +101,27 @@ def train_on_digits(architecture: str, options: Digits) -> ResolvedWeights:
             "seconds": round(time.perf_counter() - started, 1),
         },
         held_out=(test_tensor, torch.as_tensor(test_y)),
-        calibration=tensors(train_images, augmented=False),
+        calibration=train_tensor,
     )
+
+
+def estimate_batch_norm(model: torch.nn.Module, inputs: torch.Tensor, batch_size: int) -> None:
+    """Set every BatchNorm's running statistics to their average over the training images.
+
+    Training updates them by a momentum, which some architectures keep small (MobileNetV3:
+    0.01): after a short training they still describe the untrained network, and the model
+    scores at chance in eval mode although training went well."""
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    momenta = [norm.momentum for norm in norms]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # a cumulative average over the batches below
+    model.train()
+    with torch.no_grad():
+        for chunk in inputs.split(batch_size):
+            model(chunk)
+    for norm, momentum in zip(norms, momenta, strict=True):
+        norm.momentum = momentum
 
 
 def held_out_accuracy(model: torch.nn.Module, inputs: torch.Tensor, targets: np.ndarray) -> float:

@@ -1,16 +1,17 @@
-"""Export the ResNet image classifier to TorchScript and verify it.
+"""Export the image classifier (any torchvision classification architecture) to
+TorchScript and verify it.
 
-Weights are taken from, in order: a path the user gives (state_dict or their own
-TorchScript artifact plus labels), torchvision's ImageNet weights (local torch hub cache,
-then a download), and offline the fallback: the same architecture trained here on
-scikit-learn's bundled handwritten digits. Whatever is used is recorded in the artifact.
+Weights are taken from, in order: a path the user gives (a state_dict, their own
+TorchScript artifact or a ``torch.export`` program), torchvision's ImageNet weights (local
+torch hub cache, then a download), and offline the fallback: the same architecture trained
+here on scikit-learn's bundled handwritten digits. Each goes through the same TorchScript
+export, verification, gates and packaging; whatever is used is recorded in the artifact.
 The build fails (non-zero exit) when verification or the accuracy gate fails.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import warnings
 from pathlib import Path
@@ -55,6 +56,25 @@ def resolve_weights(spec: ModelSpec, weights_path: Path | None, labels_path: Pat
     require_digits_allowed(config.architecture)
     print("[export] no pretrained weights available: training on scikit-learn digits")
     return train_on_digits(config.architecture, weights.digits)
+
+
+def to_torchscript(resolved: ResolvedWeights) -> tuple[torch.jit.ScriptModule, str]:
+    """The user's TorchScript as is, else the eager model scripted, or traced on a batch of
+    two where scripting fails (an exported program's graph, some architectures): tracing
+    records one path through the code, which the verification's batch sizes then check."""
+    if resolved.scripted is not None:
+        return resolved.scripted, "the user's"
+    model = resolved.model
+    assert model is not None, "ResolvedWeights carries an eager model or TorchScript"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what TorchServe loads
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)  # verification checks the trace
+        try:
+            return torch.jit.script(model), "scripted"
+        except Exception as exc:
+            print(f"[export] TorchScript by tracing: scripting failed ({type(exc).__name__})")
+        example = torch.zeros(2, 3, resolved.crop_size, resolved.crop_size)
+        return torch.jit.trace(model, example, check_trace=False), "traced"
 
 
 def verify(
@@ -111,10 +131,7 @@ def compile_and_gate(
     config = spec.entry_as(ImageModel)
     settings = compile_settings(config.compile)
     eager = resolved.model
-    if eager is None:
-        print("[export] a TorchScript artifact cannot be exported to .pt2: serving TorchScript only")
-        settings = dataclasses.replace(settings, targets=())
-    else:
+    if eager is not None:
         eager = eager.to(memory_format=torch.channels_last)
     batches, score = gate_data(resolved, min(8, settings.max_batch_size))
     batch = torch.export.Dim("batch", min=1, max=settings.max_batch_size)
@@ -126,7 +143,7 @@ def compile_and_gate(
         optimize=config.optimize,
     )
     int8 = None
-    if any(target.endswith("-int8") for target in settings.targets):
+    if eager is not None and any(target.endswith("-int8") for target in settings.targets):
         calibration, source = calibration_batches(resolved, config.compile.calibration)
         int8 = Int8Plan(calibration, f"static, calibrated on {source}")
     return build_and_gate(eager, scripted, spec.artifact_dir, settings, data, int8=int8)
@@ -136,9 +153,7 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
     """Build ``build/<model>/``: TorchScript, labels, handler config and build info."""
     config = spec.entry_as(ImageModel)
     resolved = resolve_weights(spec, weights_path, labels_path)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what TorchServe loads
-        scripted = resolved.scripted or torch.jit.script(resolved.model)
+    scripted, made = to_torchscript(resolved)
     atol, optimize = config.verify.atol, config.optimize
     report = verify(
         resolved,
@@ -170,6 +185,7 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
             "weights": resolved.source,
             "weights_details": resolved.details,
             "num_classes": len(resolved.labels),
+            "torchscript": made,
             "verification": report,
             **gates.build_info(),
             "torch": torch.__version__,
@@ -184,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
     parser.add_argument("--model", help="the manifest's image model (default: its first)")
-    parser.add_argument("--weights", type=Path, help="state_dict or TorchScript artifact to package")
+    parser.add_argument(
+        "--weights", type=Path, help="state_dict, TorchScript artifact or torch.export program (.pt2)"
+    )
     parser.add_argument("--labels", type=Path, help="labels file for --weights")
     args = parser.parse_args(argv)
     try:

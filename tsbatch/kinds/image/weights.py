@@ -1,14 +1,16 @@
-"""Where the ResNet's weights come from: a path the user gives (a state_dict, or their own
-TorchScript artifact plus labels) or torchvision's ImageNet weights (the local torch hub
-cache, then a download), with the preprocessing each was trained with.
+"""Where the image classifier's weights come from: a path the user gives (a state_dict for
+the architecture, their own TorchScript artifact, or a ``torch.export`` program) or
+torchvision's ImageNet weights (the local torch hub cache, then a download), with the
+preprocessing each was trained with.
 
 The offline digits model is a placeholder (a real classifier, but of 0-9 digits, served
-under the name ``resnet18``), so a build only falls back to it when asked for explicitly:
+under the manifest's model name), so a build only falls back to it when asked for explicitly:
 ``TSBATCH_ALLOW_DIGITS=1``, which ``make archive`` sets and the image build does not.
 """
 
 from __future__ import annotations
 
+import functools
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,11 @@ from tsbatch.archive import artifacts
 from tsbatch.environment import ALLOW_DIGITS_ENV, Environment
 from tsbatch.kinds.image.schema import Preprocessing
 
-SUPPORTED_ARCHITECTURES = ("resnet18", "resnet34", "resnet50")
+# The class count the architecture is built with to find its last layer: a prime that no
+# other layer's width matches.
+PROBE_CLASSES = 7919
+# The suffix ``torch.export.load`` requires of a saved program's file name.
+EXPORTED_SUFFIX = ".pt2"
 
 
 class ExportError(RuntimeError):
@@ -48,10 +54,70 @@ class ResolvedWeights:
     calibration: torch.Tensor | None = None
 
 
+class ExportedClassifier(torch.nn.Module):
+    """A ``torch.export`` program's module, usable where the build takes an eager model.
+
+    ``ExportedProgram.module()`` refuses ``train()`` and ``eval()``: its graph keeps the mode
+    it was captured in (export the model in eval mode), so here they only set the flag and
+    copies, dtype casts and re-exports work as on any module."""
+
+    def __init__(self, program: torch.export.ExportedProgram) -> None:
+        super().__init__()
+        self.program = program.module()
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.program(images)
+
+    def train(self, mode: bool = True) -> ExportedClassifier:
+        self.training = mode
+        return self
+
+
 def build_architecture(architecture: str, num_classes: int) -> torch.nn.Module:
-    if architecture not in SUPPORTED_ARCHITECTURES:
-        raise ExportError(f"architecture {architecture!r} not in {SUPPORTED_ARCHITECTURES}")
+    """The torchvision classification architecture (the manifest checked the name), untrained."""
     return torchvision.models.get_model(architecture, weights=None, num_classes=num_classes)
+
+
+@functools.cache
+def head_key(architecture: str) -> str:
+    """The state_dict key of the architecture's last layer, whose first dimension is its
+    class count (``fc.weight``, ``classifier.3.weight``...); built on the meta device (no
+    memory) unless the builder computes with tensors (RegNet's widths)."""
+    try:
+        with torch.device("meta"):
+            template = build_architecture(architecture, PROBE_CLASSES)
+    except NotImplementedError:
+        template = build_architecture(architecture, PROBE_CLASSES)
+    state = template.state_dict()
+    return [key for key, value in state.items() if value.dim() > 1 and value.shape[0] == PROBE_CLASSES][-1]
+
+
+def class_count(model: Any, crop_size: int, what: str) -> int:
+    """How many classes ``model`` scores, from one forward pass on two blank crops; an
+    ExportError saying what to change when it cannot classify them."""
+    try:
+        with torch.inference_mode():
+            output = model(torch.zeros(2, 3, crop_size, crop_size))
+    except Exception as exc:
+        raise ExportError(
+            f"{what} cannot classify {crop_size}x{crop_size} images ({type(exc).__name__}: {exc}); "
+            "set the image size it takes (`preprocessing`, or `weights.digits.image_size`)"
+        ) from None
+    if not isinstance(output, torch.Tensor) or output.dim() != 2 or len(output) != 2:
+        shape = tuple(output.shape) if isinstance(output, torch.Tensor) else type(output).__name__
+        raise ExportError(f"{what} must map (N, 3, H, W) images to (N, classes) logits; it gave {shape}")
+    return int(output.shape[1])
+
+
+def labels_for(labels: list[str] | None, num_classes: int, architecture: str) -> list[str]:
+    """The labels file's labels, or for 1000 classes the ImageNet categories of torchvision."""
+    if labels is None:
+        if num_classes != 1000:
+            raise ExportError(f"a {num_classes}-class model needs a labels file (`weights.labels`, --labels)")
+        labels = list(torchvision_weights(architecture, "DEFAULT").meta["categories"])
+    if len(labels) != num_classes:
+        raise ExportError(f"labels file has {len(labels)} labels, model has {num_classes} classes")
+    return labels
 
 
 def imagenet_preprocessing(weights: Any) -> dict[str, Any]:
@@ -79,53 +145,85 @@ def load_user_weights(
     architecture: str,
     preprocessing_section: Preprocessing | None = None,
 ) -> ResolvedWeights:
-    """A user's TorchScript artifact (packaged as is) or a state_dict for the architecture;
-    preprocessing as given, else torchvision's for the architecture."""
+    """A user's ``torch.export`` program (``.pt2``), TorchScript artifact (packaged as is) or
+    state_dict for the architecture; preprocessing as given, else torchvision's for the
+    architecture. Labels: the file's, or torchvision's ImageNet categories for 1000 classes."""
     if not path.exists():
         raise ExportError(f"weights path {path} does not exist")
-    preprocessing = (
+    preprocessing = _preprocessing_fields(
         preprocessing_section.model_dump()
         if preprocessing_section is not None
         else imagenet_preprocessing(torchvision_weights(architecture, "DEFAULT"))
     )
     labels = artifacts.read_labels(labels_path) if labels_path else None
-    try:
-        scripted = torch.jit.load(str(path), map_location="cpu")
-    except RuntimeError:
-        scripted = None
-    if scripted is not None:
-        if labels is None:
-            raise ExportError("a TorchScript artifact needs a labels file (--labels)")
+    details = {"path": str(path), "sha256_16": artifacts.file_digest(path)}
+    whole = whole_model(path)
+    if whole is not None:
+        module, what = whole
+        eager = module if isinstance(module, ExportedClassifier) else None
         return ResolvedWeights(
-            model=None,
-            scripted=scripted.eval(),
-            labels=labels,
-            source=f"user TorchScript artifact {path.name}",
-            details={"path": str(path), "sha256_16": artifacts.file_digest(path)},
-            **_preprocessing_fields(preprocessing),
+            model=eager,
+            scripted=None if eager is not None else module,
+            labels=labels_for(labels, class_count(module, preprocessing["crop_size"], what), architecture),
+            source=f"user {what}",
+            details=details,
+            **preprocessing,
         )
     state = torch.load(str(path), map_location="cpu", weights_only=True)
     if isinstance(state, dict) and "state_dict" in state:
         state = state["state_dict"]
-    if not isinstance(state, dict) or "fc.weight" not in state:
-        raise ExportError(f"{path} is neither TorchScript nor a {architecture} state_dict")
-    num_classes = int(state["fc.weight"].shape[0])
-    if labels is None:
-        if num_classes != 1000:
-            raise ExportError(f"{num_classes}-class state_dict needs a labels file (--labels)")
-        labels = list(torchvision_weights(architecture, "DEFAULT").meta["categories"])
-    if len(labels) != num_classes:
-        raise ExportError(f"labels file has {len(labels)} labels, model has {num_classes} classes")
+    head = head_key(architecture)
+    if not isinstance(state, dict) or head not in state:
+        raise ExportError(
+            f"{path} is neither TorchScript, a torch.export program ({EXPORTED_SUFFIX}) nor a "
+            f"{architecture} state_dict (it has no `{head}`): check `architecture`"
+        )
+    num_classes = int(state[head].shape[0])
+    labels = labels_for(labels, num_classes, architecture)
     model = build_architecture(architecture, num_classes)
-    model.load_state_dict(state)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as exc:
+        raise ExportError(f"{path} is not a {architecture} state_dict: {exc}") from None
     return ResolvedWeights(
         model=model.eval(),
         scripted=None,
         labels=labels,
         source=f"user state_dict {path.name}",
-        details={"path": str(path), "sha256_16": artifacts.file_digest(path)},
-        **_preprocessing_fields(preprocessing),
+        details=details,
+        **preprocessing,
     )
+
+
+def whole_model(path: Path) -> tuple[ExportedClassifier | torch.jit.ScriptModule, str] | None:
+    """The network saved whole in ``path`` (a torch.export program, TorchScript) and what it
+    is; None for weights alone (a state_dict)."""
+    if path.suffix == EXPORTED_SUFFIX:
+        return ExportedClassifier(load_exported_program(path)), f"exported program {path.name}"
+    try:
+        return torch.jit.load(str(path), map_location="cpu").eval(), f"TorchScript artifact {path.name}"
+    except RuntimeError:
+        return None
+
+
+def load_exported_program(path: Path) -> torch.export.ExportedProgram:
+    """A ``torch.export.save`` program taking one image batch of any size (the build exports
+    and serves batches): an ExportError saying how to export it otherwise."""
+    try:
+        program = torch.export.load(str(path))
+    except Exception as exc:
+        raise ExportError(
+            f"{path} is not a program saved by torch.export.save ({type(exc).__name__}); an "
+            "AOTInductor package cannot be rebuilt: give the exported program, a state_dict or TorchScript"
+        ) from None
+    placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
+    inputs = [placeholders[name].meta["val"] for name in program.graph_signature.user_inputs]
+    how = "torch.export.export(model.eval(), (images,), dynamic_shapes=({0: torch.export.Dim('batch')},))"
+    if len(inputs) != 1 or not isinstance(inputs[0], torch.Tensor) or inputs[0].dim() != 4:
+        raise ExportError(f"{path.name} must take one (N, 3, H, W) image batch: export it with {how}")
+    if isinstance(inputs[0].shape[0], int):
+        raise ExportError(f"{path.name} takes batches of {inputs[0].shape[0]} only: export it with {how}")
+    return program
 
 
 def _preprocessing_fields(preprocessing: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Which weights the ResNet export takes, what it writes, and the verification that gates the build."""
+"""Which weights the image classifier export takes, what it writes, and the verification that gates the build."""
 
 from __future__ import annotations
 
@@ -74,3 +74,54 @@ def test_verification_covers_the_module_workers_will_run(tmp_path: Path, spec) -
     stranger = optimize_for_serving(torch.jit.script(torchvision.models.resnet18(num_classes=2).eval()))
     with pytest.raises(ExportError, match="optimized_batch1"):
         verify(resolved, scripted, atol=1e-4, batch_sizes=[1, 2], optimized=stranger)
+
+
+ARCHITECTURE = "squeezenet1_1"  # another torchvision architecture (its head a convolution), tiny at 32x32
+CROP = 32
+LABELS = ["cat", "dog", "bird"]
+
+
+def save_weights(model: torch.nn.Module, path: Path) -> None:
+    """The model as a user brings it: a state_dict, TorchScript or a torch.export program."""
+    if path.suffix == ".pth":
+        torch.save(model.state_dict(), path)
+    elif path.suffix == ".pt":
+        torch.jit.script(model).save(str(path))
+    else:
+        images = torch.randn(2, 3, CROP, CROP)
+        batch = torch.export.Dim("batch", min=1)
+        torch.export.save(torch.export.export(model, (images,), dynamic_shapes=({0: batch},)), str(path))
+
+
+@pytest.mark.parametrize(
+    ("file", "source", "made"),
+    [
+        ("w.pth", "user state_dict w.pth", "scripted"),
+        ("w.pt", "user TorchScript artifact w.pt", "the user's"),
+        ("w.pt2", "user exported program w.pt2", "traced"),
+    ],
+)
+def test_each_user_source_of_another_architecture_exports_and_verifies(
+    tmp_path: Path, file: str, source: str, made: str
+) -> None:
+    torch.manual_seed(0)
+    model = torchvision.models.get_model(ARCHITECTURE, num_classes=len(LABELS)).eval()
+    save_weights(model, tmp_path / file)
+    (tmp_path / "labels.txt").write_text("\n".join(LABELS))
+    spec = replace(load_manifest().model("resnet18"), build_dir=tmp_path / "build").with_settings(
+        architecture=ARCHITECTURE,
+        weights={"path": str(tmp_path / file), "labels": str(tmp_path / "labels.txt")},
+        preprocessing={"resize_size": 36, "crop_size": CROP, "mean": [0.5] * 3, "std": [0.25] * 3},
+        compile={"targets": [], "torchscript_precisions": []},
+        verify={"batch_sizes": [1, 3]},
+    )
+    out = export(spec)
+    info = artifacts.read_json(out / artifacts.BUILD_INFO_FILE)
+    assert (info["weights"], info["torchscript"], info["num_classes"]) == (source, made, len(LABELS))
+    assert info["verification"]["max_abs_diff_batch3_vs_single"] <= 1e-4
+    images = torch.randn(5, 3, CROP, CROP)
+    served = torch.jit.load(str(out / artifacts.MODEL_FILE))
+    with torch.inference_mode():
+        assert torch.allclose(served(images), model(images), atol=1e-4)
+    config = artifacts.read_json(out / artifacts.HANDLER_CONFIG_FILE)
+    assert (config["architecture"], config["crop_size"]) == (ARCHITECTURE, CROP)
