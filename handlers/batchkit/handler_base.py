@@ -14,12 +14,13 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Generic
 
 import torch
 
-from batchkit.batching import run_batch
+from batchkit.batching import decode_each, run_batch
 from batchkit.binary_tensors import BINARY_CONTENT_TYPE, HEADER_LENGTH, BinaryBody, header_length_of
 from batchkit.config import ConfigT, from_mapping
 from batchkit.errors import RequestError, error_for_exception
@@ -114,7 +115,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         lengths = header_lengths or [None] * len(data)
         parsed = [self.parse(request, length) for request, length in zip(data, lengths, strict=True)]
         flat = flatten([p if isinstance(p, RequestError) else p.inputs for p in parsed])
-        run = run_batch(flat.inputs, self.decode_input, self.infer_guarded, self.encode)
+        run = run_batch(flat.inputs, self.decode_batch, self.infer_guarded, self.encode)
         responses = [
             results
             if isinstance(results, RequestError)
@@ -141,6 +142,11 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
             )
         except Exception as exc:
             return error_for_exception(exc)
+
+    def decode_batch(self, values: Sequence[Any]) -> list[Any]:
+        """Every input of a batch decoded: an item or a RequestError each, in order. Each
+        on its own by default; a handler that decodes batches together overrides this."""
+        return decode_each(values, self.decode_input)
 
     def decode_input(self, value: Any) -> Any:
         """``decode`` for one input of a request; an input already rejected stays rejected."""
