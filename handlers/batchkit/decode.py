@@ -23,7 +23,7 @@ import torch
 from PIL import Image
 from torchvision.io import ImageReadMode, decode_jpeg
 from torchvision.transforms import InterpolationMode
-from torchvision.transforms import functional as tv_functional
+from torchvision.transforms.v2 import functional as tv_functional
 
 from batchkit.batching import decode_each
 from batchkit.config import ImageModelConfig
@@ -92,7 +92,9 @@ def decode_jpegs(raws: Sequence[bytes], device: torch.device) -> list[torch.Tens
 
 def crop_tensor(pixels: torch.Tensor, resize_size: int, crop_size: int) -> torch.Tensor:
     """torchvision's reference resize (shorter side, bilinear, antialiased) and center crop
-    on a uint8 CHW tensor, on whatever device it lives."""
+    on a uint8 CHW tensor, on whatever device it lives. The v2 functional keeps uint8 on
+    a CPU (PyTorch's vectorised uint8 kernel), where v1 resamples in float, several
+    times slower."""
     resized = tv_functional.resize(
         pixels, [resize_size], interpolation=InterpolationMode.BILINEAR, antialias=True
     )

@@ -26,6 +26,7 @@ from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest, parse_m
 from tsbatch.archive.schema import SERVING_KEYS
 from tsbatch.config.properties import (
     BATCH_KEYS,
+    DECODE_KEYS,
     PropertiesError,
     archive_entry,
     read_properties,
@@ -54,6 +55,7 @@ def archive_settings(properties_path: Path, model_name: str) -> dict[str, Any]:
 def model_config(spec: ModelSpec, settings: dict[str, Any]) -> dict[str, Any]:
     handler = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     handler["torch_threads"] = settings["torchThreads"]
+    handler.update({field: settings[key] for key, field in DECODE_KEYS.items() if key in settings})
     handler.update(spec.config.model_dump(include=set(SERVING_KEYS)))
     config = {key: settings[key] for key in BATCH_KEYS}
     config["handler"] = handler
@@ -148,7 +150,9 @@ def package(
     print(
         f"[package] {mar_path} (batchSize={settings['batchSize']}, "
         f"maxBatchDelay={settings['maxBatchDelay']}, workers={settings['minWorkers']}-"
-        f"{settings['maxWorkers']}, torchThreads={settings['torchThreads']})"
+        f"{settings['maxWorkers']}, torchThreads={settings['torchThreads']}"
+        + "".join(f", {key}={settings[key]}" for key in DECODE_KEYS if key in settings)
+        + ")"
     )
     return mar_path
 
