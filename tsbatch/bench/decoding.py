@@ -21,6 +21,7 @@ from batchkit.decode import DecodePool, ImageDecoder
 
 # (path, threads) measured on every run; the served table repeats the non-default ones.
 SETTINGS = (("pil", 1), ("pil", 2), ("tensor", 1), ("tensor", 2))
+CPU = torch.device("cpu")
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,17 @@ class DecodeRow:
 
 
 def decode_rate(
-    config: ImageModelConfig, payloads: list[bytes], path: str, threads: int, batch_size: int, seconds: float
+    config: ImageModelConfig,
+    payloads: list[bytes],
+    path: str,
+    threads: int,
+    batch_size: int,
+    seconds: float,
+    device: torch.device = CPU,
 ) -> float:
-    """Images per second one worker decodes, batch after batch, on ``path`` with ``threads``."""
-    decoder = ImageDecoder(config, torch.device("cpu"), path, DecodePool(threads))
+    """Images per second one worker decodes, batch after batch, on ``path`` with ``threads``
+    (the tensor path decodes on ``device``)."""
+    decoder = ImageDecoder(config, device, path, DecodePool(threads))
     decoder.decode_batch(payloads[:batch_size])  # first-call costs out of the figure
     count, started = 0, time.perf_counter()
     while time.perf_counter() - started < seconds:
@@ -52,6 +60,8 @@ def decode_rate(
         if not all(isinstance(result, torch.Tensor) for result in results):
             raise RuntimeError(f"{path} x{threads} failed to decode a benchmark payload: {results}")
         count += len(batch)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)  # the device's kernels are asynchronous
     return count / (time.perf_counter() - started)
 
 

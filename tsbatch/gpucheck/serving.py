@@ -36,6 +36,7 @@ from tsbatch.workloads.utterances import read_utterances
 
 MODELS = ("resnet18", "bert_intent")
 RESULTS_FILE = "serving.json"
+DECODE_RESULTS_FILE = "decoding.json"  # written by tsbatch.gpucheck.decoding
 ANSWER_KEYS = {"resnet18": ("predictions", "index"), "bert_intent": ("top_k", "intent")}
 
 
@@ -213,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         sweep = {"step": "sweep", "model": "all", "served": "", "ok": args.sweep_status == 0,
                  "detail": f"exit {args.sweep_status}; summary.md", "rss_mb": []}  # fmt: skip
         rows.append(sweep)
-    rows += json.loads(results.read_text()) if results.exists() else []
+    for steps in (results, args.out / DECODE_RESULTS_FILE):  # served precisions, then decoding
+        rows += json.loads(steps.read_text()) if steps.exists() else []
     text = table(rows)
     (args.out / "summary_table.md").write_text(text + "\n")
     print(text)
