@@ -46,7 +46,8 @@ def test_gpu_check_runs_every_step_and_ends_with_one_table(model_store: Path, tm
     steps = {row[0].lstrip("| ") for row in rows}
     assert {"build gate", "sweep", f"serve {precision}", "decode", "serve decode"} <= steps, table
     decoded = {row[2] for row in rows if row[0].lstrip("| ") in ("decode", "serve decode")}
-    assert {"pil x2 on the CPU", "tensor on cpu", "pil x2", "tensor x1"} <= decoded, table
+    expected = {"mixed JPEG+PNG batch on cpu", "pil x2 on the CPU", "tensor on cpu", "pil x2", "tensor x1"}
+    assert expected <= decoded, table
     assert any(step.startswith("locust ") for step in steps), table
     for row in rows:
         if row[0].lstrip("| ").startswith("locust "):

@@ -12,6 +12,7 @@ ImageNet mean/std, fp32): its weights do not matter, the decode path under it do
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -20,8 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from PIL import Image
 
 from batchkit.config import ImageModelConfig, from_mapping
+from batchkit.decode import DecodePool, ImageDecoder
+from batchkit.images import model_batch
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import private_store
@@ -64,6 +68,13 @@ def imagenet_build(source: Path, work: Path) -> Path:
     return build
 
 
+def picture_png() -> bytes:
+    """A PNG, which the tensor path hands to PIL."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (320, 240), "teal").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
 def row(step: str, what: str, ok: bool, detail: str) -> dict[str, Any]:
     return {"step": step, "model": MODEL, "served": what, "ok": ok, "detail": detail, "rss_mb": []}
 
@@ -74,7 +85,12 @@ def decode_rows(config: ImageModelConfig, device: str, threads: int, seconds: fl
     batch = 32
     pool = decode_rate(config, payloads, "pil", threads, batch, seconds)
     on_device = decode_rate(config, payloads, "tensor", 1, batch, seconds, torch.device(device))
+    decoder = ImageDecoder(config, torch.device(device), "tensor", DecodePool(1))
+    mixed = decoder.decode_batch([payloads[0], picture_png()])  # a device crop beside a PIL crop
+    decoded = [item for item in mixed if isinstance(item, torch.Tensor)]
+    shape = tuple(model_batch(decoded, config.mean, config.std, torch.device(device)).shape)
     return [
+        row("decode", f"mixed JPEG+PNG batch on {device}", shape == (2, 3, 224, 224), f"model batch {shape}"),
         row(
             "decode",
             f"pil x{threads} on the CPU",
