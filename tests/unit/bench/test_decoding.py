@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from batchkit.config import ImageModelConfig
+from batchkit.config import ImageModelConfig, from_mapping
+from tests.conftest import tiny_image_handler
 from tsbatch.archive.variants import Variant
 from tsbatch.bench.decoding import (
     SETTINGS,
@@ -17,17 +18,7 @@ from tsbatch.bench.decoding import (
 )
 from tsbatch.bench.resnet import payload_images
 
-CONFIG = ImageModelConfig(
-    model_name="m",
-    model_file="model.pt",
-    labels_file="labels.json",
-    architecture="a",
-    weights="w",
-    resize_size=64,
-    crop_size=56,
-    mean=(0.5, 0.5, 0.5),
-    std=(0.25, 0.25, 0.25),
-)
+CONFIG = from_mapping(ImageModelConfig, {**tiny_image_handler(), "resize_size": 64, "crop_size": 56})
 
 
 @pytest.mark.parametrize(("path", "threads"), [("pil", 1), ("tensor", 2)])

@@ -13,7 +13,7 @@ import torch
 from PIL import Image
 from torchvision.transforms import functional as tv_functional
 
-from batchkit.config import ImageModelConfig
+from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.decode import (
     DecodePool,
     ImageDecoder,
@@ -26,24 +26,15 @@ from batchkit.decode import (
 )
 from batchkit.errors import InvalidImage, InvalidInput, PayloadTooLarge, RequestError
 from batchkit.images import crop_pixels
-from tests.conftest import image_bytes
+from tests.conftest import image_bytes, tiny_image_handler
 
 CPU = torch.device("cpu")
 
 
 def config(**overrides: object) -> ImageModelConfig:
-    values: dict = dict(
-        model_name="m",
-        model_file="model.pt",
-        labels_file="labels.json",
-        architecture="a",
-        weights="w",
-        resize_size=256,
-        crop_size=224,
-        mean=(0.5, 0.5, 0.5),
-        std=(0.25, 0.25, 0.25),
-    )
-    return ImageModelConfig(**{**values, **overrides})
+    """The tiny archive's config at the production shape (resize 256, crop 224)."""
+    values = {**tiny_image_handler(), "resize_size": 256, "crop_size": 224, **overrides}
+    return from_mapping(ImageModelConfig, values)
 
 
 def photo(size: tuple[int, int], fmt: str = "JPEG", mode: str = "RGB", seed: int = 0) -> bytes:
