@@ -164,14 +164,10 @@ def serve(
 
 
 def bench(
-    spec: ModelSpec,
-    shape: str,
-    variant: Variant,
-    settings: dict[str, Any],
-    args: argparse.Namespace,
-    work: Path,
+    served: dict, spec: ModelSpec, settings: dict[str, Any], args: argparse.Namespace, work: Path
 ) -> dict:
-    served = serve(spec, shape, variant, settings, args, work)
+    """A served row with its variant's in-process figures beside it."""
+    shape, variant = served["shape"], served["variant"]
     threads = settings["maxWorkers"] * settings["torchThreads"]
     local = in_process(
         variant_spec(spec, work / shape, variant),
@@ -288,7 +284,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"[bench] {shape} {variant.label}: serving with {settings} under {args.clients} clients ..."
                 )
-                rows.append(bench(target, shape, variant, settings, args, work))
+                rows.append(
+                    bench(serve(target, shape, variant, settings, args, work), target, settings, args, work)
+                )
             sections.append(decode_section(target, shape, defaults[shape], settings, args, work))
 
     print(
