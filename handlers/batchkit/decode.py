@@ -205,9 +205,11 @@ def image_decoder(config: ImageModelConfig, device: torch.device) -> ImageDecode
     pool = DecodePool(config.decode_threads)
     if config.decode_path != "auto":
         return ImageDecoder(config, device, config.decode_path, pool)
-    if device.type == "cuda":
-        return ImageDecoder(config, device, "tensor", pool)
     pictures = timing_pictures(config)
+    if device.type == "cuda":
+        decoder = ImageDecoder(config, device, "tensor", pool)
+        decoder.decode_batch(pictures)  # nvJPEG's first call sets it up: not the first request's
+        return decoder
 
     def seconds(path: str) -> float:
         decoder = ImageDecoder(config, device, path, pool)
