@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from batchkit.config import ImageModelConfig
+from batchkit.decode import ImageDecoder, image_decoder
+from batchkit.errors import RequestError
 from batchkit.handler_base import BatchHandler
-from batchkit.images import IMAGE_INPUTS, check_images, decode_pixels, model_batch
+from batchkit.images import IMAGE_INPUTS, check_images, model_batch
 from batchkit.loader import load_served_model
 
 
 class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
-    """Decode and validate each image alone to uint8 pixels; normalize and classify the
-    valid ones in one forward pass."""
+    """Decode and validate each image to uint8 pixels (a batch at once, on the worker's
+    decode pool and path, each image failing alone); normalize and classify the valid
+    ones in one forward pass."""
+
+    decoder: ImageDecoder
 
     config_type = ImageModelConfig
     input_schema = IMAGE_INPUTS
@@ -30,16 +36,10 @@ class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
             (check_images(config.crop_size),),
             optimize=config.optimize,
         )
+        self.decoder = image_decoder(config, self.device)
 
-    def decode(self, body: Any) -> torch.Tensor:
-        config = self.config
-        return decode_pixels(
-            body,
-            resize_size=config.resize_size,
-            crop_size=config.crop_size,
-            max_image_pixels=config.max_image_pixels,
-            max_body_bytes=config.max_body_bytes,
-        )
+    def decode_batch(self, values: Sequence[Any]) -> list[torch.Tensor | RequestError]:
+        return self.decoder.decode_batch(values)
 
     def infer(self, items: list[torch.Tensor]) -> list[tuple[list[float], list[int]]]:
         batch = model_batch(items, self.config.mean, self.config.std, self.device)
@@ -55,6 +55,13 @@ class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
                 {"label": self.labels[index], "index": index, "probability": round(value, 6)}
                 for value, index in zip(values, indices, strict=True)
             ],
+        }
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "decode_path": self.decoder.path,
+            "decode_threads": self.decoder.pool.threads,
         }
 
     def warmup_items(self, count: int) -> list[torch.Tensor]:

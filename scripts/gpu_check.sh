@@ -4,7 +4,9 @@
 #   1. the archives rebuilt with their CUDA AOTInductor packages, gated against fp32;
 #   2. the in-process batch-size sweep of both models, fp32/fp16/bf16 and the .pt2 packages;
 #   3. bf16 and fp16 served through a real TorchServe on the GPU (TSBATCH_REQUIRE_CUDA=1),
-#      batch-mates checked against alone, then a short Locust run on the `gpu` SLA profile.
+#      batch-mates checked against alone, then a short Locust run on the `gpu` SLA profile;
+#   4. JPEGs decoded on the device (nvJPEG, the tensor decode path) against the CPU decode
+#      pool: images/s in-process, and req/s served at 224x224 with each.
 # Sized for at most 8 minutes on one H200 from a fresh copy. GPU_CHECK_DEVICE=cpu runs the
 # same steps on a CPU (the suite's smoke test, so the script works the first time it meets a GPU).
 #
@@ -38,6 +40,8 @@ ITERS=${GPU_CHECK_ITERS:-10}
 PRECISIONS=${GPU_CHECK_PRECISIONS:-bf16,fp16} # served through TorchServe in step 3
 LOCUST_TIME=${GPU_CHECK_LOCUST_TIME:-20s}
 LOCUST_USERS=${GPU_CHECK_LOCUST_USERS:-16}
+DECODE_THREADS=${GPU_CHECK_DECODE_THREADS:-4}  # the CPU decode pool the device is measured against
+DECODE_SECONDS=${GPU_CHECK_DECODE_SECONDS:-15} # measured seconds per served decode run (step 4)
 mkdir -p "$REPORT_DIR"
 LOG="$REPORT_DIR/gpu_check.log"
 : >"$LOG"
@@ -142,6 +146,11 @@ if [ -f build/resnet18/model.pt ] && [ -f build/bert_intent/model.pt ]; then
   "$PY" -m tsbatch gpu-check serve --device "$DEVICE" --precisions "$PRECISIONS" --out "$REPORT_DIR" \
     --locust-time "$LOCUST_TIME" --locust-users "$LOCUST_USERS" 2>&1 | tee -a "$LOG"
   say "serving finished in $(( $(date +%s) - started )) s"
+  started=$(date +%s)
+  say "decoding JPEGs on $DEVICE (tensor path) vs the CPU pool ($DECODE_THREADS threads), in-process and served at 224x224"
+  "$PY" -m tsbatch.gpucheck.decoding --device "$DEVICE" --threads "$DECODE_THREADS" --seconds "$DECODE_SECONDS" \
+    --out "$REPORT_DIR" 2>&1 | tee -a "$LOG"
+  say "decoding finished in $(( $(date +%s) - started )) s"
 else
   say "no built archives (step 1 failed or was skipped): serving not checked"
 fi

@@ -124,14 +124,16 @@ def encode_each(
 
 def run_batch(
     payloads: Sequence[Payload | RequestError],
-    decode: Callable[[Payload], Item],
+    decode: Callable[[Sequence[Payload | RequestError]], Sequence[Item | RequestError]],
     infer: Callable[[list[Item]], Sequence[Output]],
     encode: Callable[[Output], object],
 ) -> BatchRun[Output]:
-    """Decode each request, run the model once on the valid ones, encode each output;
+    """Decode the requests (an item or an error each: ``decode_each``, or a decoder that
+    takes the batch at once), run the model once on the valid ones, encode each output;
     one response per request, in order, and each stage timed."""
     started = time.perf_counter()
-    decoded = decode_each(payloads, decode)
+    decoded = decode(payloads)
+    check_length(decoded, len(payloads), "decoding")
     subset = valid_subset(decoded)
     decoded_at = time.perf_counter()
     outputs = run_on_subset(subset, infer)

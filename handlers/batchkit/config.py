@@ -70,6 +70,11 @@ class ImageModelConfig(ModelConfig):
     # within optimize_atol; the worker falls back to the plain module otherwise).
     optimize: bool = True
     optimize_atol: float = 1e-4
+    # Threads that decode one batch's images side by side (1: inline, no pool), and how
+    # JPEGs are decoded: auto, pil or tensor (batchkit.decode.image_decoder says how auto
+    # chooses). Both come from the model's decodeThreads/decodePath in config.properties.
+    decode_threads: int = 1
+    decode_path: str = "auto"
 
 
 @dataclass(frozen=True, kw_only=True)

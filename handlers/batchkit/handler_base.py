@@ -14,12 +14,13 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Generic
 
 import torch
 
-from batchkit.batching import run_batch
+from batchkit.batching import decode_each, run_batch
 from batchkit.binary_tensors import BINARY_CONTENT_TYPE, HEADER_LENGTH, BinaryBody, header_length_of
 from batchkit.config import ConfigT, from_mapping
 from batchkit.errors import error_for_exception
@@ -119,7 +120,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
             for request, length in zip(data, lengths, strict=True)
         ]
         flat = flatten([request.inputs for request in parsed])
-        run = run_batch(flat.inputs, self.decode, self.infer_guarded, self.encode)
+        run = run_batch(flat.inputs, self.decode_batch, self.infer_guarded, self.encode)
         responses = [
             compose_response(request, results, self.model_name)
             for request, results in zip(parsed, regroup(run.responses, flat.spans), strict=True)
@@ -136,6 +137,12 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         )
         self.annotate(report, run.outputs)
         return responses, report
+
+    def decode_batch(self, values: Sequence[Any]) -> list[Any]:
+        """Every input of a batch decoded: an item or a RequestError each, in order (an input
+        its envelope rejected stays rejected). Each on its own by default; a handler that
+        decodes a batch together overrides this instead of ``decode``."""
+        return decode_each(values, self.decode)
 
     def infer_guarded(self, items: list[Any]) -> list[Any]:
         try:
@@ -207,9 +214,9 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
     def load(self) -> None:
         """Load the model and its side files from ``self.model_dir`` (labels are loaded)."""
 
-    @abc.abstractmethod
     def decode(self, body: Any) -> Any:
         """One request body to one model-ready item; raise a RequestRejected when it is bad."""
+        raise NotImplementedError(f"{type(self).__name__} overrides neither decode nor decode_batch")
 
     @abc.abstractmethod
     def infer(self, items: list[Any]) -> list[Any]:

@@ -79,8 +79,9 @@ def image_bytes(body: Any, max_body_bytes: int) -> bytes:
     return raw
 
 
-def open_image(raw: bytes, max_pixels: int) -> Image.Image:
-    """Open and fully decode an image, refusing bombs before their pixels are decoded."""
+def open_image(raw: bytes, max_pixels: int, *, load: bool = True) -> Image.Image:
+    """Open an image, refusing bombs before their pixels are decoded; with ``load`` false
+    only its header is read (size, mode, EXIF), to choose how to decode it."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -90,8 +91,9 @@ def open_image(raw: bytes, max_pixels: int) -> Image.Image:
                 raise PayloadTooLarge(
                     f"image is {width}x{height} = {width * height} pixels; the limit is {max_pixels}"
                 )
-            image.seek(0)  # first frame of animations
-            image.load()
+            if load:
+                image.seek(0)  # first frame of animations
+                image.load()
     except PayloadTooLarge:
         raise
     except Image.DecompressionBombError as exc:
@@ -172,10 +174,14 @@ def normalize_pixels(pixels: torch.Tensor, mean: Sequence[float], std: Sequence[
 def model_batch(
     pixels: Sequence[torch.Tensor], mean: Sequence[float], std: Sequence[float], device: torch.device
 ) -> torch.Tensor:
-    """Decoded images (``decode_pixels``) to the model's normalized float batch on
-    ``device``; uint8 crosses to a GPU, a quarter of the bytes of float."""
-    stacked = torch.stack(list(pixels)).to(device, non_blocking=True)
-    return normalize_pixels(stacked, mean, std)
+    """Decoded images (``decode_pixels``, or already on ``device`` from the tensor path of
+    ``batchkit.decode``) to the model's normalized float batch on ``device``; uint8
+    crosses to a GPU, a quarter of the bytes of float."""
+    if len({p.device for p in pixels}) == 1:
+        stacked = torch.stack(list(pixels))  # one copy to the device for the whole batch
+    else:  # the tensor path's device crops beside CPU fallbacks
+        stacked = torch.stack([p.to(device) for p in pixels])
+    return normalize_pixels(stacked.to(device, non_blocking=True), mean, std)
 
 
 def preprocess(
@@ -200,5 +206,10 @@ def decode_pixels(
 ) -> torch.Tensor:
     """One request body to its uint8 CHW crop; raises a RequestError when bad."""
     raw = image_bytes(body, max_body_bytes)
+    return raw_pixels(raw, resize_size=resize_size, crop_size=crop_size, max_image_pixels=max_image_pixels)
+
+
+def raw_pixels(raw: bytes, *, resize_size: int, crop_size: int, max_image_pixels: int) -> torch.Tensor:
+    """Encoded image bytes to their uint8 CHW crop through PIL; raises a RequestError when bad."""
     image = to_rgb(open_image(raw, max_image_pixels))
     return crop_pixels(image, resize_size, crop_size)

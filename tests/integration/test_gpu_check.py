@@ -29,6 +29,8 @@ def test_gpu_check_runs_every_step_and_ends_with_one_table(model_store: Path, tm
         "GPU_CHECK_PRECISIONS": precision,
         "GPU_CHECK_LOCUST_TIME": "6s",
         "GPU_CHECK_LOCUST_USERS": "4",
+        "GPU_CHECK_DECODE_THREADS": "2",
+        "GPU_CHECK_DECODE_SECONDS": "3",
     }
     out = tmp_path / "gpu-check"
     result = subprocess.run(
@@ -42,7 +44,10 @@ def test_gpu_check_runs_every_step_and_ends_with_one_table(model_store: Path, tm
     table = (out / "summary_table.md").read_text()
     rows = [line.split(" | ") for line in table.splitlines()[2:]]
     steps = {row[0].lstrip("| ") for row in rows}
-    assert {"build gate", "sweep", f"serve {precision}"} <= steps, table
+    assert {"build gate", "sweep", f"serve {precision}", "decode", "serve decode"} <= steps, table
+    decoded = {row[2] for row in rows if row[0].lstrip("| ") in ("decode", "serve decode")}
+    expected = {"mixed JPEG+PNG batch on cpu", "pil x2 on the CPU", "tensor on cpu", "pil x2", "tensor x1"}
+    assert expected <= decoded, table
     assert any(step.startswith("locust ") for step in steps), table
     for row in rows:
         if row[0].lstrip("| ").startswith("locust "):

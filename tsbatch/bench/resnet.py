@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import random
 import tempfile
 import time
 import warnings
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import torch
 import torchvision
@@ -37,8 +39,10 @@ from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest
 from tsbatch.archive.package import private_store
 from tsbatch.archive.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
+from tsbatch.bench.decoding import SETTINGS as DECODE_SETTINGS
+from tsbatch.bench.decoding import decode_rows, print_section
 from tsbatch.client.load import LoadDriver, LoadSpec
-from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.config.properties import DECODE_KEYS, model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.process import start_instance
 from tsbatch.server.served import worker_rss_mb
@@ -120,18 +124,20 @@ def in_process(spec: ModelSpec, variant: Variant, batch_size: int, threads: int,
     }
 
 
-def bench(
+def serve(
     spec: ModelSpec,
     shape: str,
     variant: Variant,
-    settings: dict[str, int],
+    settings: dict[str, Any],
     args: argparse.Namespace,
     work: Path,
 ) -> dict:
+    """The variant served by TorchServe with ``settings`` under the clients: req/s, latency, RSS."""
     manifest = load_manifest()
     spec = variant_spec(spec, work / shape, variant)
     private = Manifest(models={MODEL: spec}, build_dir=spec.build_dir, model_store=manifest.model_store)
-    name = f"{shape}-{variant.runtime}-{variant.precision}"
+    decode = "".join(f"-{key}-{settings[key]}" for key in DECODE_KEYS if key in settings)
+    name = f"{shape}-{variant.runtime}-{variant.precision}{decode}"
     properties, store = private_store(work / f"store-{name}", [MODEL], {MODEL: settings}, manifest=private)
     server = start_instance(work / f"run-{name}", store, [MODEL], source=properties)
     try:
@@ -145,21 +151,58 @@ def bench(
         rss_mb = max(worker_rss_mb(server, MODEL), default=float("nan"))  # after the load: what pods need
     finally:
         server.stop()
-    threads = settings["maxWorkers"] * settings["torchThreads"]
-    local = in_process(spec, variant, settings["batchSize"], threads, min(args.duration, 10))
-    served_rps = served.throughput_rps or 0.0
     return {
         "shape": shape,
         "variant": variant,
-        "served_rps": served_rps,
+        "served_rps": served.throughput_rps or 0.0,
         "p50_ms": served.p50_ms if served.p50_ms is not None else float("nan"),
         "p99_ms": served.p99_ms if served.p99_ms is not None else float("nan"),
         "errors": served.failures,
         "completed": served.requests,
         "rss_mb": rss_mb,
+    }
+
+
+def bench(
+    served: dict, spec: ModelSpec, settings: dict[str, Any], args: argparse.Namespace, work: Path
+) -> dict:
+    """A served row with its variant's in-process figures beside it."""
+    shape, variant = served["shape"], served["variant"]
+    threads = settings["maxWorkers"] * settings["torchThreads"]
+    local = in_process(
+        variant_spec(spec, work / shape, variant),
+        variant,
+        settings["batchSize"],
+        threads,
+        min(args.duration, 10),
+    )
+    served_rps = served["served_rps"]
+    return {
+        **served,
         **local,
         "ratio": served_rps / local["in_process_ips"] if local["in_process_ips"] else float("nan"),
     }
+
+
+def decode_section(
+    spec: ModelSpec,
+    shape: str,
+    default: Variant,
+    settings: dict[str, Any],
+    args: argparse.Namespace,
+    work: Path,
+) -> dict:
+    """The decode rows of one shape: in-process rates per path x pool size, and the
+    default variant served with each."""
+    values = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    config = from_mapping(ImageModelConfig, values)
+    rows = decode_rows(config, payload_images(64, shape), settings["batchSize"], min(args.duration, 3))
+    served = []
+    for path, threads in DECODE_SETTINGS:
+        print(f"[bench] {shape} {default.label}: serving with decode {path} x{threads} ...")
+        changed = {**settings, "decodePath": path, "decodeThreads": threads}
+        served.append((f"{path} x{threads}", serve(spec, shape, default, changed, args, work)))
+    return {"shape": shape, "rows": rows, "served": served}
 
 
 def print_rows(rows: list[dict]) -> None:
@@ -207,10 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     configured = model_settings(read_properties(DEFAULT_PROPERTIES))[MODEL]
-    settings = {
+    settings: dict[str, Any] = {
         key: int(configured[key])
         for key in ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers", "torchThreads")
     }
+    settings.update({key: configured[key] for key in DECODE_KEYS if key in configured})
     for key, value in (
         ("batchSize", args.batch_size),
         ("maxBatchDelay", args.delay),
@@ -223,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spec = load_manifest().model(MODEL)
     rows: list[dict] = []
+    sections: list[dict] = []
     defaults: dict[str, Variant] = {}
     with tempfile.TemporaryDirectory(prefix="bench-resnet-") as tmp:
         work = Path(tmp)
@@ -239,7 +284,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"[bench] {shape} {variant.label}: serving with {settings} under {args.clients} clients ..."
                 )
-                rows.append(bench(target, shape, variant, settings, args, work))
+                rows.append(
+                    bench(serve(target, shape, variant, settings, args, work), target, settings, args, work)
+                )
+            sections.append(decode_section(target, shape, defaults[shape], settings, args, work))
 
     print(
         f"\nResNet served vs in-process (batchSize={settings['batchSize']}, maxBatchDelay={settings['maxBatchDelay']} ms, "
@@ -257,4 +305,19 @@ def main(argv: list[str] | None = None) -> int:
         line = int8_line(served)
         if line:
             print(f"{shape}: {line}")
-    return 1 if any(row["errors"] or not row["completed"] for row in rows) else 0
+    print(
+        f"\nDecoding (batchkit.decode) in-process per path x decode threads on this machine's "
+        f"{os.cpu_count()} cores, then the default variant served with each:"
+    )
+    for section in sections:
+        model_row = next(
+            (
+                row
+                for row in rows
+                if row["shape"] == section["shape"] and row["variant"] == defaults[section["shape"]]
+            ),
+            None,
+        )
+        print_section(section, model_row, settings)
+    decode_served = [row for section in sections for _, row in section["served"]]
+    return 1 if any(row["errors"] or not row["completed"] for row in rows + decode_served) else 0

@@ -26,7 +26,9 @@ from tsbatch.config.properties import (
     ADDRESS_KEYS,
     ARCHIVE_KEYS,
     BATCH_KEYS,
+    DECODE_KEYS,
     PropertiesError,
+    decode_problem,
     load_models,
     model_settings,
     read_properties,
@@ -60,6 +62,7 @@ MODEL_KEYS = {
     "responseTimeout", "startupTimeout", "runtime", "deviceType", "parallelType", "parallelLevel",
     "continuousBatching", "useJobTicket", "useVenv", "stateful", "jobQueueSize",
     "maxRetryTimeoutInSec", "clientTimeoutInMills", "deviceIds", "torchThreads",
+    "decodeThreads", "decodePath",
 }  # fmt: skip
 
 
@@ -235,15 +238,22 @@ def check_models(values: dict[str, str]) -> tuple[list[Problem], dict[str, dict[
             problems.append(Problem("error", f"{where}.responseTimeout", "must be at least 1 second."))
         if ints.get("torchThreads", 1) < 1:
             problems.append(Problem("error", f"{where}.torchThreads", "must be at least 1."))
-        total_threads += ints.get("maxWorkers", 1) * ints.get("torchThreads", 1)
+        decode = decode_problem(entry)
+        if decode:
+            key, _, why = decode.partition(": ")
+            problems.append(Problem("error", f"{where}.{key}", why + "."))
+        # A worker decodes a batch, then runs the model: its busiest moment takes the larger pool.
+        busiest = max(ints.get("torchThreads", 1), ints.get("decodeThreads", 1))
+        total_threads += ints.get("maxWorkers", 1) * busiest
     cores = os.cpu_count() or 1
     if total_threads > cores:
         problems.append(
             Problem(
                 "warning",
                 "models",
-                f"workers x torchThreads add up to {total_threads} CPU threads on {cores} cores; "
-                "CPU-bound workers will slow each other down (fine when models run on GPUs).",
+                f"workers x max(torchThreads, decodeThreads) add up to {total_threads} CPU threads "
+                f"on {cores} cores; CPU-bound workers will slow each other down (fine when models "
+                "run on GPUs, where decodeThreads is sized by docs/precision-and-runtime.md).",
             )
         )
     for model in load_models(values) or []:
@@ -276,9 +286,10 @@ def check_archives(settings: dict[str, dict[str, Any]], model_store: Path) -> li
             )
             continue
         baked = archive_model_config(mar)
-        baked_threads = (baked.get("handler") or {}).get("torch_threads")
-        expected = {**{k: entry.get(k) for k in BATCH_KEYS}, "torchThreads": entry.get("torchThreads")}
-        found = {**{k: baked.get(k) for k in BATCH_KEYS}, "torchThreads": baked_threads}
+        handler = baked.get("handler") or {}
+        fields = {"torchThreads": "torch_threads", **DECODE_KEYS}
+        expected = {**{k: entry.get(k) for k in BATCH_KEYS}, **{k: entry.get(k) for k in fields}}
+        found = {**{k: baked.get(k) for k in BATCH_KEYS}, **{k: handler.get(f) for k, f in fields.items()}}
         differing = [k for k in expected if expected[k] != found[k]]
         if differing:
             detail = ", ".join(

@@ -19,6 +19,10 @@ BATCH_KEYS = ("minWorkers", "maxWorkers", "batchSize", "maxBatchDelay", "respons
 # What each archive repeats from its models= entry: TorchServe's batch keys and the
 # toolkit's torchThreads. Every one is required: TorchServe would let the archive win.
 ARCHIVE_KEYS = (*BATCH_KEYS, "torchThreads")
+# The toolkit's optional keys for image models, each with the handler field it is baked
+# into when set (absent: the handler's default, one thread and the auto path).
+DECODE_KEYS = {"decodeThreads": "decode_threads", "decodePath": "decode_path"}
+DECODE_PATHS = ("auto", "pil", "tensor")
 # TorchServe's three APIs and the keys that hold their addresses.
 ADDRESS_KEYS = {
     "inference": "inference_address",
@@ -146,9 +150,10 @@ def model_settings(properties: dict[str, str]) -> dict[str, dict[str, Any]]:
     return settings
 
 
-def archive_entry(properties: Mapping[str, str], model: str) -> dict[str, int]:
+def archive_entry(properties: Mapping[str, str], model: str) -> dict[str, Any]:
     """One model's ``ARCHIVE_KEYS`` from ``models=``, each required and a whole number (the
-    rule ``make check-config`` explains); a PropertiesError names what is missing."""
+    rule ``make check-config`` explains), and the ``DECODE_KEYS`` it sets; a
+    PropertiesError names what is missing or wrong."""
     settings = model_settings(dict(properties))
     if model not in settings:
         raise PropertiesError(f"config.properties has no models entry for {model!r}")
@@ -159,7 +164,21 @@ def archive_entry(properties: Mapping[str, str], model: str) -> dict[str, int]:
     wrong = [key for key in ARCHIVE_KEYS if isinstance(entry[key], bool) or not isinstance(entry[key], int)]
     if wrong:
         raise PropertiesError(f"models.{model}: {wrong} must be whole numbers")
-    return {key: entry[key] for key in ARCHIVE_KEYS}
+    problem = decode_problem(entry)
+    if problem:
+        raise PropertiesError(f"models.{model}.{problem}")
+    return {key: entry[key] for key in (*ARCHIVE_KEYS, *DECODE_KEYS) if key in entry}
+
+
+def decode_problem(entry: Mapping[str, Any]) -> str | None:
+    """What is wrong with a model entry's decode keys (``key: why``), or None."""
+    threads = entry.get("decodeThreads", 1)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        return f"decodeThreads: must be a whole number of at least 1, got {threads!r}"
+    path = entry.get("decodePath", "auto")
+    if path not in DECODE_PATHS:
+        return f"decodePath: must be one of {', '.join(DECODE_PATHS)}, got {path!r}"
+    return None
 
 
 def format_models(document: dict[str, Any]) -> str:

@@ -34,6 +34,7 @@ from tsbatch.server.process import TorchServe, start_instance
 from tsbatch.server.served import served_decision, worker_rss_mb
 
 RESULTS_FILE = "serving.json"
+DECODE_RESULTS_FILE = "decoding.json"  # written by tsbatch.gpucheck.decoding
 
 
 def batch_vs_alone(
@@ -207,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         sweep = {"step": "sweep", "model": "all", "served": "", "ok": args.sweep_status == 0,
                  "detail": f"exit {args.sweep_status}; summary.md", "rss_mb": []}  # fmt: skip
         rows.append(sweep)
-    rows += json.loads(results.read_text()) if results.exists() else []
+    for steps in (results, args.out / DECODE_RESULTS_FILE):  # served precisions, then decoding
+        rows += json.loads(steps.read_text()) if steps.exists() else []
     text = table(rows)
     (args.out / "summary_table.md").write_text(text + "\n")
     print(text)

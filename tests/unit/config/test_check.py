@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import zipfile
 from pathlib import Path
@@ -63,12 +64,30 @@ def test_archive_disagreeing_with_config_is_an_error(tmp_path: Path) -> None:
         "responseTimeout": 60,
         "handler": {"torch_threads": 1},
     }
-    write_archive(store, "resnet18", baked)
+    write_archive(store, "resnet18", {**baked, "handler": {"torch_threads": 1, "decode_threads": 1}})
     write_archive(store, "bert_intent", {**baked, "maxBatchDelay": 5})
     assert check(path) == []
+
+    update_model_settings(path, "resnet18", {"decodeThreads": 2})
+    found = messages(check(path))
+    assert any("decodeThreads: archive 1 vs config.properties 2" in m for m in found), found
+    update_model_settings(path, "resnet18", {"decodeThreads": 1})
 
     update_model_settings(path, "resnet18", {"batchSize": 16})
     found = messages(check(path))
     assert len(found) == 1
     assert "resnet18.mar" in found[0] and "batchSize: archive 8 vs config.properties 16" in found[0]
     assert "make archive" in found[0]
+
+
+def test_decode_settings_are_checked_and_counted_with_the_other_models_threads(tmp_path: Path) -> None:
+    path = copy_config(tmp_path)
+    update_model_settings(path, "resnet18", {"decodeThreads": 0, "decodePath": "gpu"})
+    found = messages(check(path, include_archives=False))
+    assert any("models.resnet18.decodeThreads" in m and "at least 1" in m for m in found)
+    update_model_settings(path, "resnet18", {"decodeThreads": 1})
+    found = messages(check(path, include_archives=False))
+    assert any("models.resnet18.decodePath" in m and "auto, pil, tensor" in m for m in found)
+    update_model_settings(path, "resnet18", {"decodePath": "tensor", "decodeThreads": os.cpu_count() or 1})
+    found = messages(check(path, include_archives=False))
+    assert any("max(torchThreads, decodeThreads)" in m and "cores" in m for m in found), found

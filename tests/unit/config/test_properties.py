@@ -111,3 +111,13 @@ def test_an_archive_entry_needs_every_baked_key_as_check_config_says() -> None:
         archive_entry(models(full), "m")
     with pytest.raises(PropertiesError, match="no models entry for 'x'"):
         archive_entry(values, "x")
+    decoding = models({**full, "torchThreads": 1, "decodeThreads": 2, "decodePath": "tensor"})
+    assert archive_entry(decoding, "m") == {
+        **full,
+        "torchThreads": 1,
+        "decodeThreads": 2,
+        "decodePath": "tensor",
+    }
+    assert "decodeThreads" not in archive_entry(values, "m")
+    with pytest.raises(PropertiesError, match="decodePath: must be one of auto, pil, tensor"):
+        archive_entry(models({**full, "torchThreads": 1, "decodePath": "fast"}), "m")

@@ -38,7 +38,19 @@ IMAGE = Kind(
     entry=ImageModel,
     config=ImageModelConfig,
     handler="handlers/resnet_handler.py",
-    resolved=frozenset({"weights", "resize_size", "crop_size", "mean", "std", "optimize_atol"}),
+    # What export resolves, and the decode settings packaging takes from config.properties.
+    resolved=frozenset(
+        {
+            "weights",
+            "resize_size",
+            "crop_size",
+            "mean",
+            "std",
+            "optimize_atol",
+            "decode_threads",
+            "decode_path",
+        }
+    ),
     exporter="tsbatch.kinds.image.export",
     sweep="tsbatch.kinds.image.sweep",
     stand_in="imagenet",

@@ -24,6 +24,10 @@ def decode_number(payload: object) -> int:
     return payload
 
 
+def decode_numbers(payloads: list[object]) -> list[int | RequestError]:
+    return decode_each(payloads, decode_number)
+
+
 def test_bad_items_keep_their_own_errors_and_good_ones_their_results_in_order() -> None:
     calls: list[list[int]] = []
 
@@ -31,7 +35,7 @@ def test_bad_items_keep_their_own_errors_and_good_ones_their_results_in_order() 
         calls.append(items)
         return [item * 10 for item in items]
 
-    run = run_batch([1, "x", 3, "big", 5], decode_number, infer, lambda out: {"value": out})
+    run = run_batch([1, "x", 3, "big", 5], decode_numbers, infer, lambda out: {"value": out})
     results = run.responses
 
     assert calls == [[1, 3, 5]], "the model runs once, on the valid subset only"
@@ -45,7 +49,7 @@ def test_all_invalid_never_calls_the_model() -> None:
     def infer(items: list[int]) -> list[int]:
         raise AssertionError("must not run")
 
-    run = run_batch(["a", "b"], decode_number, infer, str)
+    run = run_batch(["a", "b"], decode_numbers, infer, str)
     assert [r.status for r in run.responses] == [400, 400]
     assert run.outputs == [] and run.rejected_inputs == 2
 
@@ -54,7 +58,7 @@ def test_model_failure_fails_only_the_valid_items_with_a_5xx() -> None:
     def infer(items: list[int]) -> list[int]:
         raise RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")
 
-    run = run_batch([1, "x", 2], decode_number, infer, str)
+    run = run_batch([1, "x", 2], decode_numbers, infer, str)
     results = run.responses
     assert run.outputs == [], "a failed model run has no outputs to report on"
     assert [(r.status, r.code) for r in results] == [
@@ -65,7 +69,7 @@ def test_model_failure_fails_only_the_valid_items_with_a_5xx() -> None:
 
 
 def test_model_returning_wrong_count_is_reported_not_scattered() -> None:
-    results = run_batch([1, 2, 3], decode_number, lambda items: items[:2], str).responses
+    results = run_batch([1, 2, 3], decode_numbers, lambda items: items[:2], str).responses
     assert all(r.code == "inference_failed" for r in results)
     assert "inference returned 2 results for 3 inputs" in results[0].message
 
@@ -84,7 +88,7 @@ def test_one_failing_encode_fails_only_itself() -> None:
             raise ValueError("cannot encode")
         return str(out)
 
-    results = run_batch([1, 2, 3], decode_number, lambda items: [i * 10 for i in items], encode).responses
+    results = run_batch([1, 2, 3], decode_numbers, lambda items: [i * 10 for i in items], encode).responses
     assert results[0] == "10" and results[2] == "30"
     assert results[1].code == "inference_failed"
 
@@ -97,7 +101,9 @@ def test_an_input_rejected_before_decode_stays_rejected_and_is_not_decoded() -> 
         seen.append(payload)
         return decode_number(payload)
 
-    run = run_batch([1, rejected, 3], decode, lambda items: items, str)
+    run = run_batch(
+        [1, rejected, 3], lambda payloads: decode_each(payloads, decode), lambda items: items, str
+    )
     assert seen == [1, 3]
     assert run.responses == ["1", rejected, "3"] and run.rejected_inputs == 1
 
@@ -113,7 +119,7 @@ def test_scatter_checks_lengths() -> None:
 
 
 def test_each_stage_is_timed() -> None:
-    run = run_batch([1, 2], decode_number, lambda items: items, str)
+    run = run_batch([1, 2], decode_numbers, lambda items: items, str)
     assert run.responses == ["1", "2"]
     assert min(run.decode_ms, run.infer_ms, run.encode_ms) >= 0
 

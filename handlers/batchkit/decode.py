@@ -1,0 +1,222 @@
+"""A worker's image decoding for a whole batch: a thread pool, and a tensor path.
+
+PIL and torchvision release the GIL while they decode and resample, so a worker's
+``decode_threads`` threads decode a batch's images side by side (one thread: inline, no
+pool). The tensor path decodes JPEGs with ``torchvision.io.decode_jpeg`` where the model
+runs: on a GPU in one batched nvJPEG call, resampled there, so only compressed bytes
+cross to it; on a CPU the same code runs, so the suite covers it on any machine. Other
+formats, CMYK, EXIF-rotated JPEGs and JPEGs the decoder refuses take the PIL path, each
+on its own, so a bad image still fails only its own request.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import torch
+from PIL import Image
+from torchvision.io import ImageReadMode, decode_jpeg
+from torchvision.transforms import InterpolationMode
+from torchvision.transforms.v2 import functional as tv_functional
+
+from batchkit.batching import decode_each
+from batchkit.config import ImageModelConfig
+from batchkit.errors import InvalidImage, RequestError
+from batchkit.images import check_images, image_bytes, open_image, raw_pixels
+
+logger = logging.getLogger(__name__)
+
+DECODE_PATHS = ("auto", "pil", "tensor")
+JPEG_START = b"\xff\xd8\xff"
+# Modes libjpeg turns into RGB as PIL does; CMYK and the rest are PIL's to convert.
+TENSOR_MODES = frozenset({"RGB", "L"})
+EXIF_ORIENTATION = 0x0112
+# Pictures each path decodes at load when ``auto`` must choose between them on a CPU.
+TIMING_PICTURES = 8
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+class DecodePool:
+    """Runs one function over a batch's items on ``threads`` threads: results in the
+    items' order, each item's error its own. One thread runs inline, with no pool."""
+
+    def __init__(self, threads: int) -> None:
+        if threads < 1:
+            raise ValueError(f"decode threads must be at least 1, got {threads}")
+        self.threads = threads
+        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="decode") if threads > 1 else None
+
+    def map(self, function: Callable[[Item], Result], items: Sequence[Item]) -> list[Result | RequestError]:
+        if self._executor is None or len(items) < 2:
+            return decode_each(items, function)
+        return list(self._executor.map(lambda item: decode_each([item], function)[0], items))
+
+
+def tensor_decodable(raw: bytes, max_pixels: int) -> bool:
+    """Whether ``decode_jpeg`` gives the pixels PIL would: a JPEG in RGB or grey, not
+    rotated by EXIF. Reads the header only; a bomb is refused here (413)."""
+    if not raw.startswith(JPEG_START):
+        return False
+    try:
+        header = open_image(raw, max_pixels, load=False)
+    except InvalidImage:
+        return False  # the PIL path says what is wrong with it
+    orientation = header.getexif().get(EXIF_ORIENTATION, 1)
+    return header.format == "JPEG" and header.mode in TENSOR_MODES and orientation == 1
+
+
+def decode_jpegs(raws: Sequence[bytes], device: torch.device) -> list[torch.Tensor | None]:
+    """JPEGs to uint8 RGB CHW tensors on ``device``, in one batched call (nvJPEG on a GPU);
+    when the batch fails, each alone, and None for each the decoder refuses."""
+    data = [torch.frombuffer(bytearray(raw), dtype=torch.uint8) for raw in raws]
+    try:
+        return list(decode_jpeg(data, mode=ImageReadMode.RGB, device=device))
+    except RuntimeError:
+        pass
+    decoded: list[torch.Tensor | None] = []
+    for tensor in data:
+        try:
+            decoded.append(decode_jpeg(tensor, mode=ImageReadMode.RGB, device=device))
+        except RuntimeError:
+            decoded.append(None)
+    return decoded
+
+
+def crop_tensor(pixels: torch.Tensor, resize_size: int, crop_size: int) -> torch.Tensor:
+    """torchvision's reference resize (shorter side, bilinear, antialiased) and center crop
+    on a uint8 CHW tensor, on whatever device it lives. The v2 functional keeps uint8 on
+    a CPU (PyTorch's vectorised uint8 kernel), where v1 resamples in float, several
+    times slower."""
+    resized = tv_functional.resize(
+        pixels, [resize_size], interpolation=InterpolationMode.BILINEAR, antialias=True
+    )
+    return tv_functional.center_crop(resized, [crop_size]).contiguous()
+
+
+def chunks(items: Sequence[Item], count: int) -> list[list[Item]]:
+    """``items`` cut into at most ``count`` contiguous runs of near-equal length."""
+    size = max(1, math.ceil(len(items) / count))
+    return [list(items[start : start + size]) for start in range(0, len(items), size)]
+
+
+def faster_path(seconds: Callable[[str], float]) -> str:
+    """The CPU path that decoded the timing pictures faster."""
+    return min(("pil", "tensor"), key=seconds)
+
+
+class ImageDecoder:
+    """How one worker turns a batch of request bodies into uint8 crops: ``path`` is pil
+    or tensor, ``pool`` its decode threads."""
+
+    def __init__(self, config: ImageModelConfig, device: torch.device, path: str, pool: DecodePool) -> None:
+        self.config = config
+        self.device = device
+        self.path = path
+        self.pool = pool
+
+    def decode_batch(self, bodies: Sequence[Any]) -> list[torch.Tensor | RequestError]:
+        """One crop or one error per body, in order."""
+        if self.path == "pil":
+            return self.pool.map(self.pil_crop, bodies)
+        staged = self.pool.map(self.stage, bodies)
+        jpegs = {index: value for index, value in enumerate(staged) if isinstance(value, bytes)}
+        crops = dict(zip(jpegs, self.tensor_crops(list(jpegs.values())), strict=True))
+        refused = [index for index, crop in crops.items() if crop is None]
+        fallback = self.pool.map(self.raw_crop, [jpegs[index] for index in refused])
+        redone = dict(zip(refused, fallback, strict=True))
+        results: list[torch.Tensor | RequestError] = []
+        for index, value in enumerate(staged):
+            crop = crops.get(index)
+            if index in redone:
+                results.append(redone[index])
+            elif crop is not None:
+                results.append(crop)
+            elif not isinstance(value, bytes):
+                results.append(value)
+        return results
+
+    def tensor_crops(self, raws: list[bytes]) -> list[torch.Tensor | None]:
+        """JPEGs' crops through ``decode_jpeg``: one batched call on a GPU; on a CPU one call
+        per decode thread, each on its share. None where the decoder refused one."""
+        runs = [raws] if self.device.type == "cuda" else chunks(raws, self.pool.threads)
+        crops: list[torch.Tensor | None] = []
+        for run, result in zip(runs, self.pool.map(self.crop_jpegs, runs), strict=True):
+            crops += [None] * len(run) if isinstance(result, RequestError) else result
+        return crops
+
+    def crop_jpegs(self, raws: list[bytes]) -> list[torch.Tensor | None]:
+        config = self.config
+        return [
+            None if pixels is None else crop_tensor(pixels, config.resize_size, config.crop_size)
+            for pixels in decode_jpegs(raws, self.device)
+        ]
+
+    def read(self, body: Any) -> bytes:
+        return image_bytes(body, self.config.max_body_bytes)
+
+    def pil_crop(self, body: Any) -> torch.Tensor:
+        return self.raw_crop(self.read(body))
+
+    def raw_crop(self, raw: bytes) -> torch.Tensor:
+        config = self.config
+        return raw_pixels(
+            raw,
+            resize_size=config.resize_size,
+            crop_size=config.crop_size,
+            max_image_pixels=config.max_image_pixels,
+        )
+
+    def stage(self, body: Any) -> bytes | torch.Tensor:
+        """A body's bytes when the tensor path takes it, else its crop through PIL."""
+        raw = self.read(body)
+        return raw if tensor_decodable(raw, self.config.max_image_pixels) else self.raw_crop(raw)
+
+
+def timing_pictures(config: ImageModelConfig) -> list[bytes]:
+    """Smooth, photo-shaped JPEGs grown from the check inputs: what ``auto`` times the two
+    paths on at load (noise would time the entropy decoder, not a photo)."""
+    side = config.resize_size
+    seeds = check_images(8, TIMING_PICTURES)
+    smooth = torch.nn.functional.interpolate(seeds, size=(side, side * 4 // 3), mode="bilinear")
+    pictures = (smooth * 48 + 128).clamp(0, 255).to(torch.uint8)
+    encoded = []
+    for picture in pictures:
+        buffer = io.BytesIO()
+        Image.fromarray(picture.permute(1, 2, 0).numpy()).save(buffer, format="JPEG", quality=90)
+        encoded.append(buffer.getvalue())
+    return encoded
+
+
+def image_decoder(config: ImageModelConfig, device: torch.device) -> ImageDecoder:
+    """The worker's decoder: ``decode_path`` as configured, where ``auto`` is the tensor
+    path on a GPU and, on a CPU, whichever path decoded the timing pictures faster here."""
+    if config.decode_path not in DECODE_PATHS:
+        raise ValueError(f"decode_path must be one of {DECODE_PATHS}, got {config.decode_path!r}")
+    pool = DecodePool(config.decode_threads)
+    if config.decode_path != "auto":
+        return ImageDecoder(config, device, config.decode_path, pool)
+    pictures = timing_pictures(config)
+    if device.type == "cuda":
+        decoder = ImageDecoder(config, device, "tensor", pool)
+        decoder.decode_batch(pictures)  # nvJPEG's first call sets it up: not the first request's
+        return decoder
+
+    def seconds(path: str) -> float:
+        decoder = ImageDecoder(config, device, path, pool)
+        best = math.inf
+        for _ in range(2):
+            started = time.perf_counter()
+            decoder.decode_batch(pictures)
+            best = min(best, time.perf_counter() - started)
+        logger.info("decode path %s: %.2f ms per picture", path, 1000 * best / len(pictures))
+        return best
+
+    return ImageDecoder(config, device, faster_path(seconds), pool)

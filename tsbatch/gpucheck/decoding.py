@@ -1,0 +1,169 @@
+"""The decode half of ``scripts/gpu_check.sh``: JPEGs decoded on the device (the tensor
+path of ``batchkit.decode``: one batched ``decode_jpeg`` call, resampled there) against
+the CPU decode pool, in-process and served at 224x224, as rows of the summary table.
+
+The served model is the built resnet18's TorchScript fed 224x224 crops (resize 256,
+ImageNet mean/std, fp32): its weights do not matter, the decode path under it does. With
+``--device cpu`` the same rows run on the CPU (the suite's smoke test).
+
+    python -m tsbatch.gpucheck.decoding --device cuda --threads 4 --out reports/gpu-check
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from PIL import Image
+
+from batchkit.config import ImageModelConfig, from_mapping
+from batchkit.decode import DecodePool, ImageDecoder
+from batchkit.images import model_batch
+from tsbatch.archive import artifacts
+from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.archive.package import private_store
+from tsbatch.bench.decoding import decode_rate
+from tsbatch.bench.resnet import payload_images
+from tsbatch.client.load import LoadDriver, LoadSpec
+from tsbatch.paths import REPO_ROOT
+from tsbatch.server.process import start_instance
+
+MODEL = "resnet18"
+RESULTS_FILE = "decoding.json"
+# The production shape: what a GPU worker decodes for.
+IMAGENET = {
+    "resize_size": 256,
+    "crop_size": 224,
+    "mean": [0.485, 0.456, 0.406],
+    "std": [0.229, 0.224, 0.225],
+}
+# Served as plain fp32 TorchScript: the build's records and packages were made at its own shape.
+PLAIN = {
+    "precision": "fp32",
+    "runtime": "torchscript",
+    "check_outputs": {},
+    "auto_runtime": {},
+    "compiled_models": [],
+    "compiled_max_batch_size": 0,
+    "int8_speedup": 0.0,
+}
+
+
+def imagenet_build(source: Path, work: Path) -> Path:
+    """A build directory whose resnet18 takes 224x224 crops, from the built one's TorchScript."""
+    build = work / "build"
+    target = build / MODEL
+    target.mkdir(parents=True, exist_ok=True)
+    for name in (artifacts.MODEL_FILE, artifacts.LABELS_FILE):
+        shutil.copy2(source / name, target / name)
+    handler = {**artifacts.read_json(source / artifacts.HANDLER_CONFIG_FILE), **IMAGENET, **PLAIN}
+    artifacts.write_json(target / artifacts.HANDLER_CONFIG_FILE, handler)
+    return build
+
+
+def picture_png() -> bytes:
+    """A PNG, which the tensor path hands to PIL."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (320, 240), "teal").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def row(step: str, what: str, ok: bool, detail: str) -> dict[str, Any]:
+    return {"step": step, "model": MODEL, "served": what, "ok": ok, "detail": detail, "rss_mb": []}
+
+
+def decode_rows(config: ImageModelConfig, device: str, threads: int, seconds: float) -> list[dict[str, Any]]:
+    """Images per second decoded in-process: the tensor path on the device, the PIL pool on the CPU."""
+    payloads = payload_images(64, "imagenet")
+    batch = 32
+    pool = decode_rate(config, payloads, "pil", threads, batch, seconds)
+    on_device = decode_rate(config, payloads, "tensor", 1, batch, seconds, torch.device(device))
+    decoder = ImageDecoder(config, torch.device(device), "tensor", DecodePool(1))
+    mixed = decoder.decode_batch([payloads[0], picture_png()])  # a device crop beside a PIL crop
+    decoded = [item for item in mixed if isinstance(item, torch.Tensor)]
+    shape = tuple(model_batch(decoded, config.mean, config.std, torch.device(device)).shape)
+    return [
+        row("decode", f"mixed JPEG+PNG batch on {device}", shape == (2, 3, 224, 224), f"model batch {shape}"),
+        row(
+            "decode",
+            f"pil x{threads} on the CPU",
+            pool > 0,
+            f"{pool:.0f} img/s at 224x224 (batches of {batch})",
+        ),
+        row(
+            "decode",
+            f"tensor on {device}",
+            on_device > 0,
+            f"{on_device:.0f} img/s at 224x224, {on_device / pool:.2f}x the CPU pool",
+        ),
+    ]
+
+
+def served_rows(build: Path, threads: int, seconds: float, out: Path) -> list[dict[str, Any]]:
+    """req/s at 224x224 served with the tensor path and with the CPU pool (one worker each)."""
+    repo = load_manifest()
+    spec = replace(repo.model(MODEL), build_dir=build)
+    manifest = Manifest(models={MODEL: spec}, build_dir=build, model_store=repo.model_store)
+    rows = []
+    for path, pool in (("pil", threads), ("tensor", 1)):
+        label = f"{path} x{pool}"
+        changes = {MODEL: {"decodePath": path, "decodeThreads": pool, "minWorkers": 1, "maxWorkers": 1}}
+        properties, store = private_store(out / f"decode-{path}", [MODEL], changes, manifest=manifest)
+        server = start_instance(
+            out / f"decode-{path}" / "run", store, [MODEL], source=properties, timeout=300
+        )
+        try:
+            driver = LoadDriver(
+                f"{server.url('inference')}/predictions/{MODEL}",
+                payload_images(64, "imagenet"),
+                headers=server.headers(),
+            )
+            figures = driver.run(LoadSpec(concurrency=16, warmup_s=2.0, measure_s=seconds)).figures()
+        finally:
+            server.stop()
+        rps = figures.throughput_rps or 0.0
+        p50 = f"{figures.p50_ms:.0f}" if figures.p50_ms is not None else "n/a"
+        detail = f"{rps:.1f} req/s at 224x224, p50 {p50} ms, {figures.failures} errors of {figures.requests}"
+        rows.append(row("serve decode", label, rps > 0 and not figures.failures, detail))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument(
+        "--threads", type=int, default=min(4, os.cpu_count() or 1), help="the CPU pool's size"
+    )
+    parser.add_argument("--seconds", type=float, default=15.0, help="measured seconds per served run")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "gpu-check")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    source = load_manifest().model(MODEL).artifact_dir
+    build = imagenet_build(source, args.out / "decode-build")
+    config = from_mapping(
+        ImageModelConfig, artifacts.read_json(build / MODEL / artifacts.HANDLER_CONFIG_FILE)
+    )
+    torch.set_num_threads(1)  # as a worker at torchThreads=1 decodes
+    rows: list[dict[str, Any]] = []
+    try:
+        rows += decode_rows(config, args.device, args.threads, min(args.seconds, 3.0))
+        rows += served_rows(build, args.threads, args.seconds, args.out)
+    except Exception as exc:  # the summary table says what failed; the other steps still count
+        rows.append(row("decode", "", False, f"{type(exc).__name__}: {str(exc)[:300]}"))
+    (args.out / RESULTS_FILE).write_text(json.dumps(rows, indent=2))
+    for line in rows:
+        print(f"[gpu-check] {line['step']} {line['served']}: {line['detail']}")
+    return 0 if all(line["ok"] for line in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
