@@ -6,7 +6,7 @@ whole process with gevent); :mod:`tsbatch.locust.plugin` registers :func:`add_op
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,9 @@ from tsbatch.config.properties import read_properties
 from tsbatch.locust.server_view import ServerEndpoints
 from tsbatch.locust.shapes import SHAPES, ShapeParams
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE
-from tsbatch.sla.profiles import Sla, SlaError, load_profile
+from tsbatch.sla.profiles import TARGET_OPTIONS, Sla, SlaError, load_profile, option_targets, with_targets
+from tsbatch.workloads.requests_files import parse_requests_specs
+from tsbatch.workloads.workload import unknown_models, unknown_models_message
 
 DEFAULT_MIX = "resnet18=1,bert_intent=1"
 # TorchServe's own defaults, for a checkout whose config.properties lacks the addresses.
@@ -43,8 +45,23 @@ def add_options(parser: Any) -> None:
         "--sla-report", default="", include_in_web_ui=False, help="write the verdict as JSON to this file"
     )
     parser.add_argument(
-        "--mix", default=DEFAULT_MIX, help="traffic weights per model, e.g. resnet18=3,bert_intent=1"
+        "--mix",
+        default="",
+        help=f"traffic weights per model, e.g. resnet18=3,bert_intent=1 (default: {DEFAULT_MIX})",
     )
+    parser.add_argument("--model", default="", help="the one model under test (instead of --mix)")
+    parser.add_argument(
+        "--requests",
+        action="append",
+        default=[],
+        help="MODEL=PATH (repeat per model) or PATH for --model: a folder of request bodies or a .jsonl",
+    )
+    parser.add_argument(
+        "--answer-schema",
+        default="",
+        help="check --requests answers: a JSON Schema file, or 'toolkit' (default: any 2xx passes)",
+    )
+    add_target_options(parser)
     parser.add_argument(
         "--mode",
         choices=["closed", "open"],
@@ -102,6 +119,14 @@ def add_options(parser: Any) -> None:
     )
 
 
+def add_target_options(parser: Any) -> None:
+    """SLA targets on the command line, over the SLA file's (the tuner takes them too)."""
+    for figure, option in TARGET_OPTIONS.items():
+        parser.add_argument(
+            option, type=float, default=None, help=f"SLA target {figure}, over the SLA file's"
+        )
+
+
 def parse_mix(text: str) -> dict[str, float]:
     """``"resnet18=3,bert_intent=1"`` -> weights; a bare model name weighs 1; weight 0 drops it."""
     mix: dict[str, float] = {}
@@ -126,20 +151,48 @@ class RunConfig:
 
     mix: dict[str, float]
     slas: dict[str, Sla]
+    requests: dict[str, Path] = field(default_factory=dict)  # --requests: the user's bodies per model
+    answer_schema: str = ""
 
     @property
     def models(self) -> list[str]:
         return list(self.mix)
 
 
+def traffic_mix(options: Any) -> dict[str, float]:
+    """``--model NAME`` is a one-model mix; otherwise ``--mix`` (default: the toolkit's models)."""
+    if options.model and options.mix:
+        raise ValueError("give --model (one model) or --mix (several), not both")
+    return {options.model.strip(): 1.0} if options.model else parse_mix(options.mix or DEFAULT_MIX)
+
+
 def run_config(options: Any) -> RunConfig:
-    mix = parse_mix(options.mix)
-    slas = load_profile(options.sla_profile or None, Path(options.sla_file))
+    """The mix, every model's SLA (file, then command-line targets) and the user's requests.
+    A model needs an SLA and either ``--requests`` or an entry in the toolkit's manifest."""
+    mix = traffic_mix(options)
+    requests = parse_requests_specs(list(options.requests or []), options.model or None)
+    strays = sorted(set(requests) - set(mix))
+    if strays:
+        raise ValueError(f"--requests for {strays}, which the traffic mix leaves out ({', '.join(mix)})")
+    unknown = unknown_models(mix, requests)
+    if unknown:
+        raise ValueError(unknown_models_message(unknown))
+    targets = option_targets(vars(options))
+    try:
+        slas = load_profile(options.sla_profile or None, Path(options.sla_file))
+    except (SlaError, OSError):
+        if not targets:
+            raise
+        slas = {}  # the command line holds every model to its targets alone
+    slas = with_targets(slas, mix, targets)
     missing = [model for model in mix if model not in slas]
     if missing:
         profile = next(iter(slas.values())).profile if slas else options.sla_profile
-        raise SlaError(f"no SLA for {missing} in profile {profile!r} of {options.sla_file}")
-    return RunConfig(mix, slas)
+        raise SlaError(
+            f"no SLA for {missing} in profile {profile!r} of {options.sla_file}: add an entry, "
+            f"or give targets on the command line ({', '.join(TARGET_OPTIONS.values())})"
+        )
+    return RunConfig(mix, slas, requests, options.answer_schema or "")
 
 
 def shape_params(options: Any) -> ShapeParams:

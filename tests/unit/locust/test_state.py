@@ -1,30 +1,37 @@
-"""The per-process state: payload pools built once per model, verdicts only with a usable config."""
+"""The per-process state: workloads built once per model, verdicts only with a usable config."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from tsbatch.locust import state as state_module
+from tsbatch.locust.options import RunConfig
 from tsbatch.locust.state import LoadTestState
-from tsbatch.workloads.payloads import Payload
+from tsbatch.workloads.workload import Workload, workload_for
 
 
-def test_payload_pools_are_built_once_per_model(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workloads_are_built_once_per_model_from_the_configuration(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     built: list[str] = []
 
-    def fake_pool(kind: str) -> list[Payload]:
-        built.append(kind)
-        return [Payload(kind.encode(), "application/octet-stream", kind)]
+    def fake_workload(model: str, seed: int, requests: Path | None, answer_schema: str) -> Workload:
+        built.append(model)
+        return workload_for(model, seed, requests, answer_schema)
 
-    monkeypatch.setattr(state_module, "image_pool", lambda seed: fake_pool("image"))
-    monkeypatch.setattr(state_module, "read_utterances", lambda: ["hello"])
-    monkeypatch.setattr(state_module, "text_pool", lambda texts, seed: fake_pool("text"))
+    monkeypatch.setattr(state_module, "workload_for", fake_workload)
+    (tmp_path / "a.jpg").write_bytes(b"jpeg")
     state = LoadTestState()
-    assert state.payloads_for("bert_intent", seed=0)[0].body == b"text"
-    assert state.payloads_for("resnet18", seed=0)[0].body == b"image"
-    assert state.payloads_for("some_vision_model", seed=0)[0].body == b"image"
-    state.payloads_for("resnet18", seed=0)
-    assert built == ["text", "image", "image"]
+    state.use_config(RunConfig({"resnet18": 1.0, "mobilenet": 1.0}, {}, {"mobilenet": tmp_path}))
+    assert state.workload("mobilenet", seed=0).check(201, b"{}") == []  # any 2xx passes
+    assert state.workload("resnet18", seed=0).several_inputs
+    state.workload("mobilenet", seed=0)
+    assert built == ["mobilenet", "resnet18"]
+    state.use_config(RunConfig({"mobilenet": 1.0}, {}, {"mobilenet": tmp_path}, "toolkit"))
+    assert state.workload("mobilenet", seed=0).check(201, b"{}")  # the toolkit check wants a 200
+    assert built == ["mobilenet", "resnet18", "mobilenet"]
 
 
 def test_no_verdicts_without_a_usable_configuration() -> None:
