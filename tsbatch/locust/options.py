@@ -15,7 +15,7 @@ from tsbatch.config.properties import read_properties
 from tsbatch.locust.server_view import ServerEndpoints
 from tsbatch.locust.shapes import SHAPES, ShapeParams
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE
-from tsbatch.sla.profiles import TARGET_OPTIONS, Sla, SlaError, load_profile, option_targets, with_targets
+from tsbatch.sla.profiles import Sla, add_target_options, option_targets, slas_for
 from tsbatch.workloads.requests_files import parse_requests_specs
 from tsbatch.workloads.workload import unknown_models, unknown_models_message
 
@@ -119,14 +119,6 @@ def add_options(parser: Any) -> None:
     )
 
 
-def add_target_options(parser: Any) -> None:
-    """SLA targets on the command line, over the SLA file's (the tuner takes them too)."""
-    for figure, option in TARGET_OPTIONS.items():
-        parser.add_argument(
-            option, type=float, default=None, help=f"SLA target {figure}, over the SLA file's"
-        )
-
-
 def parse_mix(text: str) -> dict[str, float]:
     """``"resnet18=3,bert_intent=1"`` -> weights; a bare model name weighs 1; weight 0 drops it."""
     mix: dict[str, float] = {}
@@ -178,20 +170,7 @@ def run_config(options: Any) -> RunConfig:
     if unknown:
         raise ValueError(unknown_models_message(unknown))
     targets = option_targets(vars(options))
-    try:
-        slas = load_profile(options.sla_profile or None, Path(options.sla_file))
-    except (SlaError, OSError):
-        if not targets:
-            raise
-        slas = {}  # the command line holds every model to its targets alone
-    slas = with_targets(slas, mix, targets)
-    missing = [model for model in mix if model not in slas]
-    if missing:
-        profile = next(iter(slas.values())).profile if slas else options.sla_profile
-        raise SlaError(
-            f"no SLA for {missing} in profile {profile!r} of {options.sla_file}: add an entry, "
-            f"or give targets on the command line ({', '.join(TARGET_OPTIONS.values())})"
-        )
+    slas = slas_for(mix, options.sla_profile or None, Path(options.sla_file), targets)
     return RunConfig(mix, slas, requests, options.answer_schema or "")
 
 

@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -123,3 +124,33 @@ def with_targets(
             values = {**UNSET_TARGETS, **targets}
             result[model] = Sla(model=model, profile=COMMAND_LINE_PROFILE, **values)
     return result
+
+
+def add_target_options(parser: Any) -> None:
+    """``--p50-ms`` ... on an argparse (or Locust) parser, over the SLA file's targets."""
+    for figure, option in TARGET_OPTIONS.items():
+        parser.add_argument(
+            option, type=float, default=None, help=f"SLA target {figure}, over the SLA file's"
+        )
+
+
+def slas_for(
+    models: Iterable[str], profile: str | None, path: Path, targets: Mapping[str, float]
+) -> dict[str, Sla]:
+    """Every model's SLA: the profile's entry with the command-line ``targets`` over it. With
+    targets, a model needs no entry and the command line needs no SLA file."""
+    names = list(models)
+    try:
+        slas = load_profile(profile, path)
+    except (SlaError, OSError):
+        if not targets:
+            raise
+        slas = {}
+    slas = with_targets(slas, names, targets)
+    missing = [model for model in names if model not in slas]
+    if missing:
+        raise SlaError(
+            f"no SLA for {missing} in profile {profile or 'default'!r} of {path}: add an entry, "
+            f"or give targets on the command line ({', '.join(TARGET_OPTIONS.values())})"
+        )
+    return {model: slas[model] for model in names}
