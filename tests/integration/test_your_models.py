@@ -13,14 +13,17 @@ files, a .jsonl), the SLA from the command line, seconds of load each.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import requests as http
 import torch
 import torchvision
 import yaml
@@ -199,6 +202,48 @@ def test_two_user_models_in_one_mix_and_an_answer_schema_that_fails(
     assert judged.returncode == 1
     assert f"breached: {SCORER}: max_error_rate = 100.00%" in gate_section(judged.stdout)
     assert "'mean' is a required property" in judged.stderr  # Locust's error report says why
+
+
+def test_the_web_ui_takes_the_requests_in_its_start_form(plain_server: TorchServe, pictures: Path) -> None:
+    """Started without --requests (a configuration error it shows), given them in the form."""
+    port = free_ports(1)[0]
+    base = f"http://127.0.0.1:{port}"
+    command = [
+        str(LOCUST), "-f", str(LOCUSTFILE), "--web-host", "127.0.0.1", "--web-port", str(port),
+        "--host", plain_server.url("inference"), "--key-file", str(plain_server.key_file),
+        "--metrics-url", plain_server.url("metrics"), "--management-url", plain_server.url("management"),
+        "--model", MOBILENET, *MET,
+    ]  # fmt: skip
+    with subprocess.Popen(
+        command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as ui:
+        try:
+            before = wait_for(f"{base}/sla/data", lambda data: data["status"] == "CONFIG ERROR", timeout=30)
+            assert "--requests MODEL=PATH" in before["error"]
+            form = {"user_count": "2", "spawn_rate": "2", "host": plain_server.url("inference"),
+                    "run_time": "20s", "requests": str(pictures)}  # fmt: skip
+            assert http.post(f"{base}/swarm", data=form, timeout=10).json()["success"] is True
+            data = wait_for(f"{base}/sla/data", lambda data: data["status"] == "PASS", timeout=40)
+            assert data["requests"][MOBILENET] > 0 and data["profile"] == "command line"
+            assert (MOBILENET, "p99 latency (ms)") in {(row["model"], row["figure"]) for row in data["rows"]}
+        finally:
+            with contextlib.suppress(http.RequestException):
+                http.get(f"{base}/quit", timeout=10)
+            output, _ = ui.communicate(timeout=60)
+            print(output[-4000:])
+
+
+def wait_for(url: str, done: Callable[[dict], bool], timeout: float) -> dict:
+    """Poll a JSON page until ``done`` says so."""
+    deadline = time.monotonic() + timeout
+    data: dict = {}
+    while time.monotonic() < deadline:
+        with contextlib.suppress(http.RequestException, ValueError):
+            data = http.get(url, timeout=5).json()
+            if done(data):
+                return data
+        time.sleep(0.5)
+    raise AssertionError(f"{url} not ready after {timeout} s: {data}")
 
 
 @pytest.mark.parametrize(

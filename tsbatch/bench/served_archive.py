@@ -20,19 +20,13 @@ from tsbatch.analysis.tune.mar import MarError, read_mar
 from tsbatch.analysis.tune.point import MarPointRunner
 from tsbatch.client.load import LoadSpec
 from tsbatch.paths import DEFAULT_PROPERTIES
-from tsbatch.workloads.requests_files import parse_requests_specs
+from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
 from tsbatch.workloads.workload import workload_for
 
 
 def add_archive_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mar", type=Path, help="benchmark this archive served (any handler)")
-    parser.add_argument(
-        "--requests",
-        action="append",
-        default=[],
-        help="request bodies for --mar: a folder or a .jsonl (see docs/loadtest.md)",
-    )
-    parser.add_argument("--answer-schema", default="", help="a JSON Schema file or 'toolkit' (default: 2xx)")
+    add_requests_options(parser)
 
 
 def bench_archive(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from tsbatch.locust.server_view import ServerEndpoints
 from tsbatch.locust.shapes import SHAPES, ShapeParams
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE
 from tsbatch.sla.profiles import Sla, add_target_options, option_targets, slas_for
-from tsbatch.workloads.requests_files import parse_requests_specs
+from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
 from tsbatch.workloads.workload import unknown_models, unknown_models_message
 
 DEFAULT_MIX = "resnet18=1,bert_intent=1"
@@ -50,17 +50,7 @@ def add_options(parser: Any) -> None:
         help=f"traffic weights per model, e.g. resnet18=3,bert_intent=1 (default: {DEFAULT_MIX})",
     )
     parser.add_argument("--model", default="", help="the one model under test (instead of --mix)")
-    parser.add_argument(
-        "--requests",
-        action="append",
-        default=[],
-        help="MODEL=PATH (repeat per model) or PATH for --model: a folder of request bodies or a .jsonl",
-    )
-    parser.add_argument(
-        "--answer-schema",
-        default="",
-        help="check --requests answers: a JSON Schema file, or 'toolkit' (default: any 2xx passes)",
-    )
+    add_requests_options(parser)
     add_target_options(parser)
     parser.add_argument(
         "--mode",

@@ -46,6 +46,22 @@ BODY_KEYS = ("text", "json", "base64", "file")
 CONTENT_TYPE_KEY = "content_type"
 
 
+def add_requests_options(parser: Any) -> None:
+    """``--requests`` and ``--answer-schema``, for the load test, the tuner and the benchmark."""
+    parser.add_argument(
+        "--requests",
+        action="append",
+        default=[],
+        help="request bodies: PATH (the one model under test) or MODEL=PATH (repeat per model), "
+        "a folder of files or a .jsonl (docs/loadtest.md, 'Your models')",
+    )
+    parser.add_argument(
+        "--answer-schema",
+        default="",
+        help="check the --requests answers: a JSON Schema file, or 'toolkit' (default: any 2xx passes)",
+    )
+
+
 class RequestsError(ValueError):
     """A ``--requests`` source or spec cannot be used; the message says where and what to do."""
 

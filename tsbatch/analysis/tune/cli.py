@@ -55,7 +55,7 @@ from tsbatch.client.load import LoadSpec
 from tsbatch.config.properties import archive_entry, model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, REPORTS_DIR
 from tsbatch.sla.profiles import Sla, add_target_options, option_targets, slas_for
-from tsbatch.workloads.requests_files import parse_requests_specs
+from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
 from tsbatch.workloads.workload import Workload, workload_for
 
 DEFAULT_OUT = REPORTS_DIR / "tune"
@@ -79,15 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--model", action="append", help="model to tune (default: every manifest model)")
     parser.add_argument("--mar", type=Path, help="tune this archive (any handler) instead of manifest models")
-    parser.add_argument(
-        "--requests",
-        action="append",
-        default=[],
-        help="request bodies: PATH (one model) or MODEL=PATH, a folder or a .jsonl (see docs/loadtest.md)",
-    )
-    parser.add_argument(
-        "--answer-schema", default="", help="check answers: a JSON Schema file or 'toolkit' (default: 2xx)"
-    )
+    add_requests_options(parser)
     parser.add_argument(
         "--quick", action="store_true", help="3 short points, 1 worker: a smoke run for tests"
     )
