@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +49,10 @@ CONTENT_TYPE_KEY = "content_type"
 
 def add_requests_options(parser: Any) -> None:
     """``--requests`` and ``--answer-schema``, for the load test, the tuner and the benchmark."""
-    parser.add_argument(
+    parser.add_argument(  # default None: Locust's web form turns an empty list default into ints
         "--requests",
         action="append",
-        default=[],
+        default=None,
         help="request bodies: PATH (the one model under test) or MODEL=PATH (repeat per model), "
         "a folder of files or a .jsonl (docs/loadtest.md, 'Your models')",
     )
@@ -144,11 +145,13 @@ def line_payload(document: Any, where: str, base: Path) -> Payload:
     return Payload(body, given_type or content_type, f"{where} {key}")
 
 
-def parse_requests_specs(values: list[str], single_model: str | None) -> dict[str, Path]:
+def parse_requests_specs(values: Sequence[str] | str | None, single_model: str | None) -> dict[str, Path]:
     """``--requests`` values -> ``{model: path}``: ``MODEL=PATH`` names its model, a bare
-    ``PATH`` is the one model under test (``--model``). Values may also be comma-separated."""
+    ``PATH`` is the one model under test (``--model``). Values may also be comma-separated
+    (the web UI's form field is one such text)."""
+    texts = [values] if isinstance(values, str) else list(values or [])
     specs: dict[str, Path] = {}
-    for value in (part.strip() for raw in values for part in raw.split(",")):
+    for value in (part.strip() for raw in texts for part in raw.split(",")):
         if not value:
             continue
         model, sep, path = value.partition("=")

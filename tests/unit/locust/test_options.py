@@ -87,7 +87,7 @@ def test_option_defaults_make_a_usable_run_config() -> None:
     parser = LocustLikeParser()
     add_options(parser)
     options = parser.parse_args([])
-    assert (options.mix, options.model, options.requests, options.mode) == ("", "", [], "closed")
+    assert (options.mix, options.model, options.requests, options.mode) == ("", "", None, "closed")
     assert run_config(options).mix == parse_mix(DEFAULT_MIX)
     assert Path(options.sla_file) == DEFAULT_SLA_FILE
     assert set(run_config(options).models) == {"resnet18", "bert_intent"}

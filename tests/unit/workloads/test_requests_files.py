@@ -97,7 +97,8 @@ def test_requests_specs_name_their_model_or_the_one_under_test() -> None:
     assert parse_requests_specs(["a=x/y", "b=z.jsonl"], None) == {"a": Path("x/y"), "b": Path("z.jsonl")}
     assert parse_requests_specs(["a=x,b=y"], None) == {"a": Path("x"), "b": Path("y")}
     assert parse_requests_specs(["pics"], "mobilenet") == {"mobilenet": Path("pics")}
-    assert parse_requests_specs(["", " "], None) == {}
+    assert parse_requests_specs(["", " "], None) == parse_requests_specs(None, None) == {}
+    assert parse_requests_specs("a=x", None) == {"a": Path("x")}  # the web UI's text field
     with pytest.raises(RequestsError, match="--model NAME"):
         parse_requests_specs(["pics"], None)
     with pytest.raises(RequestsError, match="given twice"):
