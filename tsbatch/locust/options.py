@@ -152,10 +152,7 @@ def run_config(options: Any) -> RunConfig:
     """The mix, every model's SLA (file, then command-line targets) and the user's requests.
     A model needs an SLA and either ``--requests`` or an entry in the toolkit's manifest."""
     mix = traffic_mix(options)
-    requests = parse_requests_specs(options.requests, options.model or None)
-    strays = sorted(set(requests) - set(mix))
-    if strays:
-        raise ValueError(f"--requests for {strays}, which the traffic mix leaves out ({', '.join(mix)})")
+    requests = parse_requests_specs(options.requests, options.model or None, list(mix))
     unknown = unknown_models(mix, requests)
     if unknown:
         raise ValueError(unknown_models_message(unknown))

@@ -145,10 +145,12 @@ def line_payload(document: Any, where: str, base: Path) -> Payload:
     return Payload(body, given_type or content_type, f"{where} {key}")
 
 
-def parse_requests_specs(values: Sequence[str] | str | None, single_model: str | None) -> dict[str, Path]:
+def parse_requests_specs(
+    values: Sequence[str] | str | None, single_model: str | None, models: Sequence[str] = ()
+) -> dict[str, Path]:
     """``--requests`` values -> ``{model: path}``: ``MODEL=PATH`` names its model, a bare
     ``PATH`` is the one model under test (``--model``). Values may also be comma-separated
-    (the web UI's form field is one such text)."""
+    (the web UI's form field is one such text). With ``models``, naming another is an error."""
     texts = [values] if isinstance(values, str) else list(values or [])
     specs: dict[str, Path] = {}
     for value in (part.strip() for raw in texts for part in raw.split(",")):
@@ -167,4 +169,9 @@ def parse_requests_specs(values: Sequence[str] | str | None, single_model: str |
         if model in specs:
             raise RequestsError(f"--requests: {model} given twice")
         specs[model] = Path(path).expanduser()
+    strays = sorted(set(specs) - set(models)) if models else []
+    if strays:
+        raise RequestsError(
+            f"--requests for {strays}, which this run leaves out (it has {', '.join(models)})"
+        )
     return specs

@@ -103,5 +103,9 @@ def test_requests_specs_name_their_model_or_the_one_under_test() -> None:
         parse_requests_specs(["pics"], None)
     with pytest.raises(RequestsError, match="given twice"):
         parse_requests_specs(["a=x", "a=y"], None)
+    with pytest.raises(
+        RequestsError, match=r"--requests for \['b'\], which this run leaves out \(it has a\)"
+    ):
+        parse_requests_specs(["a=x", "b=y"], None, ["a"])
     with pytest.raises(RequestsError, match="expected MODEL=PATH"):
         parse_requests_specs(["a="], None)

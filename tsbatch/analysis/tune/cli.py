@@ -153,7 +153,7 @@ def plan(args: argparse.Namespace) -> Plan:
         for name in names:
             manifest.model(name)
         current = model_settings(read_properties(args.properties))
-    requests = parse_requests_specs(args.requests, names[0] if len(names) == 1 else None)
+    requests = parse_requests_specs(args.requests, names[0] if len(names) == 1 else None, names)
     slas = slas_for(names, args.profile, args.sla_file or DEFAULT_SLA_FILE, targets)
     workloads = {
         name: workload_for(name, requests=requests.get(name), answer_schema=args.answer_schema)
