@@ -107,35 +107,6 @@ class PointRunner:
         """The properties and the model store that serve the model with ``settings``."""
         raise NotImplementedError
 
-
-class ManifestPointRunner(PointRunner):
-    """Points of a manifest model: packaged from its exported artifacts at each setting."""
-
-    def __init__(self, spec: ModelSpec, manifest: Manifest, *args: Any, **kwargs: Any) -> None:
-        super().__init__(spec.name, *args, **kwargs)
-        self.spec, self.manifest = spec, manifest
-
-    def stage(self, settings: dict[str, int], point_dir: Path) -> tuple[Path, Path]:
-        this_spec = replace(self.manifest, models={**self.manifest.models, self.model: self.spec})
-        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
-            return private_store(
-                point_dir, [self.model], {self.model: settings}, source=self.properties, manifest=this_spec
-            )
-
-
-class MarPointRunner(PointRunner):
-    """Points of any archive (``--mar``): its model-config.yaml rewritten at each setting,
-    served with the toolkit's config.properties otherwise."""
-
-    def __init__(self, info: MarInfo, *args: Any, **kwargs: Any) -> None:
-        super().__init__(info.model, *args, **kwargs)
-        self.info = info
-
-    def stage(self, settings: dict[str, int], point_dir: Path) -> tuple[Path, Path]:
-        store = point_dir / "model-store"
-        repackage(self.info, store / f"{self.model}.mar", settings)
-        return self.properties, store
-
     def measure(self, point: TunePoint, server: TorchServe) -> TunePoint:
         model = point.model
         driver = LoadDriver(
@@ -188,3 +159,32 @@ class MarPointRunner(PointRunner):
         path = self.log_dir / f"{point.model}_{point.short_label.replace(' ', '_')}.log"
         tail = server.log_tail(80) if server is not None else ""
         path.write_text(f"{type(exc).__name__}: {exc}\n\n{tail}\n")
+
+
+class ManifestPointRunner(PointRunner):
+    """Points of a manifest model: packaged from its exported artifacts at each setting."""
+
+    def __init__(self, spec: ModelSpec, manifest: Manifest, *args: Any, **kwargs: Any) -> None:
+        super().__init__(spec.name, *args, **kwargs)
+        self.spec, self.manifest = spec, manifest
+
+    def stage(self, settings: dict[str, int], point_dir: Path) -> tuple[Path, Path]:
+        this_spec = replace(self.manifest, models={**self.manifest.models, self.model: self.spec})
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+            return private_store(
+                point_dir, [self.model], {self.model: settings}, source=self.properties, manifest=this_spec
+            )
+
+
+class MarPointRunner(PointRunner):
+    """Points of any archive (``--mar``): its model-config.yaml rewritten at each setting,
+    served with the toolkit's config.properties otherwise."""
+
+    def __init__(self, info: MarInfo, *args: Any, **kwargs: Any) -> None:
+        super().__init__(info.model, *args, **kwargs)
+        self.info = info
+
+    def stage(self, settings: dict[str, int], point_dir: Path) -> tuple[Path, Path]:
+        store = point_dir / "model-store"
+        repackage(self.info, store / f"{self.model}.mar", settings)
+        return self.properties, store
