@@ -13,6 +13,7 @@ overhead. Two shapes are measured:
   1000 classes) with random weights, for timing only.
 
     tsbatch bench resnet --shape both --clients 16 --duration 20
+    tsbatch bench resnet --mar my_model.mar --requests my_requests/   # any archive, served
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from tsbatch.archive.package import private_store
 from tsbatch.archive.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
 from tsbatch.bench.decoding import SETTINGS as DECODE_SETTINGS
 from tsbatch.bench.decoding import decode_rows, print_section
+from tsbatch.bench.served_archive import add_archive_options, bench_archive
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.config.properties import DECODE_KEYS, model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES
@@ -247,7 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay", type=int, help="maxBatchDelay in ms")
     parser.add_argument("--workers", type=int)
     parser.add_argument("--threads", type=int, help="torchThreads per worker")
+    add_archive_options(parser)
     args = parser.parse_args(argv)
+    if args.mar is not None:  # any archive, served with the given requests
+        return bench_archive(args)
+    if args.requests:
+        parser.error("--requests goes with --mar (this benchmark's own archive takes its images)")
 
     configured = model_settings(read_properties(DEFAULT_PROPERTIES))[MODEL]
     settings: dict[str, Any] = {

@@ -30,12 +30,12 @@ from locust.exception import ResponseError
 from tsbatch.client.auth import auth_headers
 from tsbatch.client.schedule import poisson_arrivals
 from tsbatch.config.properties import read_properties
-from tsbatch.locust.options import parse_mix, shape_params
+from tsbatch.locust.options import shape_params, traffic_mix
 from tsbatch.locust.plugin import STATE
 from tsbatch.locust.shapes import target
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.workloads.payloads import multi_input_pool
-from tsbatch.workloads.schemas import body_problems, multi_input_problems
+from tsbatch.workloads.schemas import multi_input_problems
 
 logger = logging.getLogger("loadtest")
 
@@ -63,11 +63,12 @@ class TorchServeUser(FastHttpUser):
 
     def on_start(self) -> None:
         options = self.environment.parsed_options
-        mix = parse_mix(options.mix)
+        mix = traffic_mix(options)
         self.models, self.weights = list(mix), list(mix.values())
         self.rng = random.Random()
         self.headers = auth_headers(STATE.token)
-        self.payloads = {model: STATE.payloads_for(model, options.payload_seed) for model in self.models}
+        self.workloads = {model: STATE.workload(model, options.payload_seed) for model in self.models}
+        self.payloads = {model: workload.payloads for model, workload in self.workloads.items()}
         self.in_flight: Pool | None = None
 
     def wait_time(self) -> float:
@@ -114,7 +115,7 @@ class TorchServeUser(FastHttpUser):
         return model
 
     def problems(self, model: str, status: int, content: bytes | None) -> list[str]:
-        return body_problems(status, content, STATE.answer_check(model))
+        return self.workloads[model].check(status, content)
 
     def open_loop(self) -> None:
         """Poisson arrivals at --user-rate per second, each request in its own greenlet."""
@@ -163,22 +164,26 @@ class TorchServeUser(FastHttpUser):
 
 class MultiInputUser(TorchServeUser):
     """The same mix, each request carrying several inputs (our list, KServe v1 and v2 bodies
-    in turn); they count towards their model's SLA like any request."""
+    in turn); they count towards their model's SLA like any request. The user's own
+    ``--requests`` go out as they are: their handler may read one input per request only."""
 
     weight = 1
     inputs_per_request = 4
 
     def on_start(self) -> None:
         super().on_start()
-        self.payloads = {
-            model: multi_input_pool(pool, self.inputs_per_request) for model, pool in self.payloads.items()
-        }
+        for model, workload in self.workloads.items():
+            if workload.several_inputs:
+                self.payloads[model] = multi_input_pool(workload.payloads, self.inputs_per_request)
 
     def stats_name(self, model: str) -> str:
-        return f"{model} x{self.inputs_per_request}"
+        return f"{model} x{self.inputs_per_request}" if self.workloads[model].several_inputs else model
 
     def problems(self, model: str, status: int, content: bytes | None) -> list[str]:
-        return multi_input_problems(status, content, self.inputs_per_request, STATE.answer_check(model))
+        input_check = self.workloads[model].input_check
+        if input_check is None:
+            return super().problems(model, status, content)
+        return multi_input_problems(status, content, self.inputs_per_request, input_check)
 
 
 class SlaShape(LoadTestShape):

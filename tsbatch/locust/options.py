@@ -6,18 +6,19 @@ whole process with gevent); :mod:`tsbatch.locust.plugin` registers :func:`add_op
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.client.auth import DEFAULT_KEY_FILE, management_token
 from tsbatch.config.properties import read_properties
-from tsbatch.kinds.lookup import kind_named
 from tsbatch.locust.server_view import ServerEndpoints
 from tsbatch.locust.shapes import SHAPES, ShapeParams
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE
-from tsbatch.sla.profiles import Sla, SlaError, load_profile
+from tsbatch.sla.profiles import Sla, add_target_options, option_targets, slas_for
+from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
+from tsbatch.workloads.traffic import unknown_models, unknown_models_message
 
 # TorchServe's own defaults, for a checkout whose config.properties lacks the addresses.
 DEFAULT_ADDRESSES = {
@@ -50,9 +51,12 @@ def add_options(parser: Any) -> None:
     )
     parser.add_argument(
         "--mix",
-        default=default_mix(),
+        default="",
         help="traffic weights per model, e.g. resnet18=3,bert_intent=1 (default: every model of models.yaml)",
     )
+    parser.add_argument("--model", default="", help="the one model under test (instead of --mix)")
+    add_requests_options(parser)
+    add_target_options(parser)
     parser.add_argument(
         "--mode",
         choices=["closed", "open"],
@@ -134,23 +138,32 @@ class RunConfig:
 
     mix: dict[str, float]
     slas: dict[str, Sla]
+    requests: dict[str, Path] = field(default_factory=dict)  # --requests: the user's bodies per model
+    answer_schema: str = ""
 
     @property
     def models(self) -> list[str]:
         return list(self.mix)
 
 
+def traffic_mix(options: Any) -> dict[str, float]:
+    """``--model NAME`` is a one-model mix; otherwise ``--mix`` (default: the toolkit's models)."""
+    if options.model and options.mix:
+        raise ValueError("give --model (one model) or --mix (several), not both")
+    return {options.model.strip(): 1.0} if options.model else parse_mix(options.mix or default_mix())
+
+
 def run_config(options: Any) -> RunConfig:
-    mix = parse_mix(options.mix)
-    slas = load_profile(options.sla_profile or None, Path(options.sla_file))
-    missing = [model for model in mix if model not in slas]
-    if missing:
-        profile = next(iter(slas.values())).profile if slas else options.sla_profile
-        raise SlaError(f"no SLA for {missing} in profile {profile!r} of {options.sla_file}")
-    manifest = load_manifest()
-    for model in mix:
-        kind_named(model, manifest)  # what to send a model is its kind's: a model without one is an error
-    return RunConfig(mix, slas)
+    """The mix, every model's SLA (file, then command-line targets) and the user's requests.
+    A model needs an SLA and either ``--requests`` or an entry in the toolkit's manifest."""
+    mix = traffic_mix(options)
+    requests = parse_requests_specs(options.requests, options.model or None, list(mix))
+    unknown = unknown_models(mix, requests)
+    if unknown:
+        raise ValueError(unknown_models_message(unknown))
+    targets = option_targets(vars(options))
+    slas = slas_for(mix, options.sla_profile or None, Path(options.sla_file), targets)
+    return RunConfig(mix, slas, requests, options.answer_schema or "")
 
 
 def shape_params(options: Any) -> ShapeParams:

@@ -103,7 +103,7 @@ def preflight(environment: Any) -> None:
 
 @events.init.add_listener
 def on_init(environment: Any, **_: Any) -> None:
-    """Validate the options (headless: exit 2 on a mistake), pre-build payloads, add the UI view."""
+    """Validate the options (headless: exit 2 on a mistake), pre-build workloads, add the UI view."""
     options = environment.parsed_options
     if options is None:
         return
@@ -111,9 +111,9 @@ def on_init(environment: Any, **_: Any) -> None:
         add_sla_views(environment, STATE)
     STATE.recorder.warmup_s = options.warmup
     try:
-        STATE.config = run_config(options)
+        configure(environment)
     except (SlaError, ValueError, OSError) as exc:
-        STATE.config_error = str(exc)
+        STATE.use_config(None, str(exc))
         if not _is_worker(environment):
             logger.error("load test configuration: %s", exc)
             if options.headless:
@@ -121,9 +121,16 @@ def on_init(environment: Any, **_: Any) -> None:
         return
     if options.headless and not _is_worker(environment):
         preflight(environment)
-    if not _is_master(environment):
-        for model in STATE.config.models:  # before the clock starts, not inside the ramp-up
-            STATE.payloads_for(model, options.payload_seed)
+
+
+def configure(environment: Any) -> None:
+    """Read the options into the state and build every model's workload (a bad request file
+    fails here), before the clock starts rather than inside the ramp-up."""
+    options = environment.parsed_options
+    STATE.use_config(run_config(options))
+    if STATE.config is not None and not _is_master(environment):
+        for model in STATE.config.models:
+            STATE.workload(model, options.payload_seed)
 
 
 @events.test_start.add_listener
@@ -133,9 +140,9 @@ def on_test_start(environment: Any, **_: Any) -> None:
     STATE.final = None
     STATE.test_started = True
     try:  # the web UI may have changed the options since start-up
-        STATE.config, STATE.config_error = run_config(options), None
+        configure(environment)
     except (SlaError, ValueError, OSError) as exc:
-        STATE.config, STATE.config_error = None, str(exc)
+        STATE.use_config(None, str(exc))
         logger.error("load test configuration: %s", exc)
         if not _is_worker(environment) and environment.runner is not None:
             environment.process_exit_code = CONFIG_ERROR_EXIT_CODE

@@ -11,50 +11,59 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from tsbatch.kinds.lookup import workload_for
 from tsbatch.locust.options import RunConfig
 from tsbatch.locust.recorder import SampleRecorder
 from tsbatch.locust.server_view import ServerView
 from tsbatch.sla import gate
-from tsbatch.workloads.payloads import Payload
-from tsbatch.workloads.workload import AnswerCheck
+from tsbatch.workloads.traffic import Traffic, traffic_for
 
 logger = logging.getLogger("loadtest")
 
 
 @dataclass
 class LoadTestState:
-    """Samples, configuration, token, payload pools and the server view of this process's test."""
+    """Samples, configuration, token, workloads and the server view of this process's test."""
 
     recorder: SampleRecorder = field(default_factory=SampleRecorder)
     config: RunConfig | None = None
     config_error: str | None = None
     token: str | None = None
-    payloads: dict[str, list[Payload]] = field(default_factory=dict)
-    checks: dict[str, AnswerCheck] = field(default_factory=dict)
+    workloads: dict[str, Traffic] = field(default_factory=dict)
     test_started: bool = False
     final: list[gate.Verdict] | None = None
     server_view: ServerView | None = None
 
-    def payloads_for(self, model: str, seed: int) -> list[Payload]:
-        """The pool of the model's kind in models.yaml, built once per process (an unknown
-        model is a clear error, not a pool of the wrong kind)."""
-        if model not in self.payloads:
+    def use_config(self, config: RunConfig | None, error: str | None = None) -> None:
+        """A new configuration (or why there is none); workloads built for other requests or
+        another answer check are dropped, so the web UI's next test reads the new ones."""
+        old = self.config
+        if (
+            old is None
+            or config is None
+            or (old.requests, old.answer_schema) != (config.requests, config.answer_schema)
+        ):
+            self.workloads.clear()
+        self.config, self.config_error = config, error
+
+    def workload(self, model: str, seed: int) -> Traffic:
+        """Built once per process, from the configuration's ``--requests`` and answer check."""
+        if model not in self.workloads:
             started = time.perf_counter()
-            self.payloads[model] = workload_for(model).pool(seed)
-            logger.info(
-                "%s: %d payloads ready in %.1f s",
+            config = self.config
+            self.workloads[model] = workload = traffic_for(
                 model,
-                len(self.payloads[model]),
+                seed,
+                None if config is None else config.requests.get(model),
+                "" if config is None else config.answer_schema,
+            )
+            logger.info(
+                "%s: %d payloads (%s) ready in %.1f s",
+                model,
+                len(workload.payloads),
+                workload.source,
                 time.perf_counter() - started,
             )
-        return self.payloads[model]
-
-    def answer_check(self, model: str) -> AnswerCheck:
-        """How an answer of ``model`` is judged: its kind's check, looked up once per process."""
-        if model not in self.checks:
-            self.checks[model] = workload_for(model).answer_check(model)
-        return self.checks[model]
+        return self.workloads[model]
 
     def live_verdicts(self) -> tuple[list[gate.Verdict], gate.Window]:
         """Verdicts over the window so far (none while the configuration is unusable), with the

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from tsbatch.kinds.lookup import UnknownModel
 from tsbatch.locust.options import (
     add_options,
     default_mix,
@@ -31,24 +30,8 @@ def test_parse_mix() -> None:
             parse_mix(bad)
 
 
-def test_run_config_needs_an_sla_for_every_model_in_the_mix(tmp_path: Path) -> None:
-    options = SimpleNamespace(
-        mix="resnet18=1,bert_intent=1", sla_profile="cpu", sla_file=str(DEFAULT_SLA_FILE)
-    )
-    config = run_config(options)
-    assert config.models == ["resnet18", "bert_intent"] and config.slas["resnet18"].profile == "cpu"
-    with pytest.raises(SlaError):
-        run_config(SimpleNamespace(mix="resnet50=1", sla_profile="cpu", sla_file=str(DEFAULT_SLA_FILE)))
-    with pytest.raises(SlaError):
-        run_config(SimpleNamespace(mix="resnet18=1", sla_profile="nope", sla_file=str(DEFAULT_SLA_FILE)))
-
-
-def test_the_default_mix_is_every_manifest_model_and_a_model_needs_a_kind(tmp_path: Path) -> None:
+def test_the_default_mix_is_every_manifest_model() -> None:
     assert default_mix() == "resnet18=1,bert_intent=1"
-    sla_file = tmp_path / "sla.yaml"
-    sla_file.write_text(DEFAULT_SLA_FILE.read_text().replace("resnet18:", "foreign:"))
-    with pytest.raises(UnknownModel, match=r"'foreign' is not in models\.yaml.*--requests"):
-        run_config(SimpleNamespace(mix="foreign=1", sla_profile="cpu", sla_file=str(sla_file)))
 
 
 class LocustLikeParser(argparse.ArgumentParser):
@@ -58,11 +41,58 @@ class LocustLikeParser(argparse.ArgumentParser):
         return super().add_argument(*args, **kwargs)
 
 
+def parse(*argv: str) -> argparse.Namespace:
+    parser = LocustLikeParser()
+    add_options(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_run_config_needs_an_sla_for_every_model_in_the_mix() -> None:
+    config = run_config(parse("--mix", "resnet18=1,bert_intent=1", "--sla-profile", "cpu"))
+    assert config.models == ["resnet18", "bert_intent"] and config.slas["resnet18"].profile == "cpu"
+    with pytest.raises(SlaError, match="--p99-ms"):
+        run_config(parse("--model", "resnet50", "--requests", "pics"))
+    with pytest.raises(SlaError):
+        run_config(parse("--mix", "resnet18=1", "--sla-profile", "nope"))
+
+
+def test_a_model_outside_the_manifest_needs_its_requests_and_takes_command_line_targets() -> None:
+    with pytest.raises(ValueError, match=r"no requests for \['mobilenet'\]: .* --requests MODEL=PATH"):
+        run_config(parse("--model", "mobilenet", "--p99-ms", "500"))
+    config = run_config(parse("--model", "mobilenet", "--requests", "pics", "--p99-ms", "500"))
+    assert config.mix == {"mobilenet": 1.0} and config.requests == {"mobilenet": Path("pics")}
+    sla = config.slas["mobilenet"]
+    assert (sla.p99_ms, sla.max_error_rate, sla.profile) == (500.0, 0.01, "command line")
+    # several models: MODEL=PATH each, the toolkit's own beside them keeping its pool and SLA
+    mixed = run_config(
+        parse("--mix", "mobilenet=1,resnet18=1", "--requests", "mobilenet=pics", "--p50-ms", "900",
+              "--answer-schema", "answer.json")
+    )  # fmt: skip
+    assert mixed.requests == {"mobilenet": Path("pics")} and mixed.answer_schema == "answer.json"
+    assert (
+        mixed.slas["resnet18"].p50_ms == 900 and mixed.slas["resnet18"].p99_ms == 1000
+    )  # the file's cpu p99
+    with pytest.raises(ValueError, match="leaves out"):
+        run_config(parse("--model", "resnet18", "--requests", "other=pics"))
+    with pytest.raises(ValueError, match="not both"):
+        run_config(parse("--model", "resnet18", "--mix", "bert_intent=1"))
+
+
+def test_command_line_targets_need_no_sla_file(tmp_path: Path) -> None:
+    options = parse(
+        "--model", "m", "--requests", "x", "--max-error-rate", "0", "--sla-file", str(tmp_path / "none")
+    )
+    assert run_config(options).slas["m"].max_error_rate == 0.0
+    with pytest.raises(OSError):
+        run_config(parse("--sla-file", str(tmp_path / "none")))
+
+
 def test_option_defaults_make_a_usable_run_config() -> None:
     parser = LocustLikeParser()
     add_options(parser)
     options = parser.parse_args([])
-    assert (options.mix, options.mode, options.shape) == (default_mix(), "closed", "steady")
+    assert (options.mix, options.model, options.requests, options.mode) == ("", "", None, "closed")
+    assert run_config(options).mix == parse_mix(default_mix())
     assert Path(options.sla_file) == DEFAULT_SLA_FILE
     assert set(run_config(options).models) == {"resnet18", "bert_intent"}
     opened = parser.parse_args(["--mode", "open", "--user-rate", "5", "--shape", "spike"])

@@ -1,27 +1,37 @@
-"""The per-process state: payload pools built once per model, verdicts only with a usable config."""
+"""The per-process state: workloads built once per model, verdicts only with a usable config."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tsbatch.kinds.lookup import UnknownModel
+from tsbatch.locust import state as state_module
+from tsbatch.locust.options import RunConfig
 from tsbatch.locust.state import LoadTestState
+from tsbatch.workloads.traffic import Traffic, traffic_for
 
 
-def test_payload_pools_are_the_model_kind_s_and_built_once() -> None:
+def test_workloads_are_built_once_per_model_from_the_configuration(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    built: list[str] = []
+
+    def fake_workload(model: str, seed: int, requests: Path | None, answer_schema: str) -> Traffic:
+        built.append(model)
+        return traffic_for(model, seed, requests, answer_schema)
+
+    monkeypatch.setattr(state_module, "traffic_for", fake_workload)
+    (tmp_path / "a.jpg").write_bytes(b"jpeg")
     state = LoadTestState()
-    pool = state.payloads_for("bert_intent", seed=3)
-    assert pool and all(item.content_type.startswith(("text/plain", "application/json")) for item in pool)
-    assert state.payloads_for("bert_intent", seed=3) is pool
-    with pytest.raises(UnknownModel, match="--requests"):
-        state.payloads_for("some_vision_model", seed=0)
-
-
-def test_answers_are_checked_by_the_model_kind_s_check() -> None:
-    state = LoadTestState()
-    check = state.answer_check("bert_intent")
-    assert state.answer_check("bert_intent") is check
-    assert check({"model": "bert_intent"})[0] == "missing 'intent'"
+    state.use_config(RunConfig({"resnet18": 1.0, "mobilenet": 1.0}, {}, {"mobilenet": tmp_path}))
+    assert state.workload("mobilenet", seed=0).check(201, b"{}") == []  # any 2xx passes
+    assert state.workload("resnet18", seed=0).several_inputs
+    state.workload("mobilenet", seed=0)
+    assert built == ["mobilenet", "resnet18"]
+    state.use_config(RunConfig({"mobilenet": 1.0}, {}, {"mobilenet": tmp_path}, "toolkit"))
+    assert state.workload("mobilenet", seed=0).check(201, b"{}")  # the toolkit check wants a 200
+    assert built == ["mobilenet", "resnet18", "mobilenet"]
 
 
 def test_no_verdicts_without_a_usable_configuration() -> None:

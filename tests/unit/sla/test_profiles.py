@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tsbatch.sla import gate
-from tsbatch.sla.profiles import SlaError, load_profile
+from tsbatch.sla.profiles import SlaError, load_profile, option_targets, with_targets
 from tsbatch.sla.server import BatchSettings, ServerFigures
 
 CLIENT = {"p50_ms": 50, "p95_ms": 80, "p99_ms": 100, "max_error_rate": 0.01, "min_throughput_rps": 1}
@@ -63,3 +64,22 @@ def test_a_server_figure_that_could_not_be_read_is_unjudged_not_failed(tmp_path:
     assert verdict.passed and verdict.unjudged == ("max_worker_restarts",)
     restarted = gate.evaluate(measured, sla, replace(server(3.0), worker_restarts=1))
     assert [c.figure for c in restarted.breaches] == ["max_worker_restarts"]
+
+
+def test_command_line_targets_override_the_file_and_cover_models_without_an_entry(tmp_path: Path) -> None:
+    slas = load_profile(None, write_profile(tmp_path, CLIENT))
+    targets = option_targets({"p99_ms": "250", "min_throughput_rps": 5, "p50_ms": None, "p95_ms": ""})
+    assert targets == {"p99_ms": 250.0, "min_throughput_rps": 5.0}
+    merged = with_targets(slas, ["resnet18", "mobilenet"], targets)
+    assert (merged["resnet18"].p99_ms, merged["resnet18"].p50_ms) == (250.0, 50)
+    assert merged["resnet18"].profile == "p + command line"
+    mobilenet = merged["mobilenet"]
+    assert (mobilenet.p99_ms, mobilenet.min_throughput_rps, mobilenet.max_error_rate) == (250.0, 5.0, 0.01)
+    assert mobilenet.p50_ms == math.inf and mobilenet.profile == "command line"
+    assert with_targets(slas, ["resnet18", "mobilenet"], {}) == slas  # no targets: the file alone
+
+
+@pytest.mark.parametrize("value", ["fast", -1, [1]])
+def test_a_command_line_target_must_be_a_number(value: object) -> None:
+    with pytest.raises(SlaError, match="--p99-ms"):
+        option_targets({"p99_ms": value})

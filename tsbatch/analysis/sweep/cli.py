@@ -39,6 +39,7 @@ from tsbatch.analysis.sweep.measure import Budget
 from tsbatch.analysis.sweep.report import default_budget, write_reports
 from tsbatch.analysis.sweep.run import run_sweep
 from tsbatch.analysis.sweep.targets import Target, resolve_targets, stand_in_specs
+from tsbatch.analysis.tune.mar import read_mar
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.paths import DEFAULT_PROPERTIES, REPORTS_DIR
 
@@ -58,6 +59,18 @@ def default_threads(target: str) -> int:
     if target not in model_settings(properties):
         return 1  # a stand-in target (no archive): one thread, as a worker's default here
     return archive_entry(properties, target)["torchThreads"]
+
+
+def in_process_target(mar: Path) -> str:
+    """The manifest model an archive holds; a ValueError for one the sweep cannot run in process."""
+    info = read_mar(mar)
+    if not info.toolkit_built or info.model not in load_manifest().models:
+        raise ValueError(
+            f"{mar} ({info.model}) was not built by this toolkit: the sweep runs a model in process, "
+            f"which only the toolkit's own exports allow. Measure it served instead: "
+            f"tsbatch tune --mar {mar} --requests PATH"
+        )
+    return info.model
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,7 +109,14 @@ def main(argv: list[str] | None = None) -> int:
         "--skip-missing", action="store_true", help="report unbuilt models instead of failing"
     )
     parser.add_argument("--build-dir", type=Path, help="where the exported models are (default: build/)")
+    parser.add_argument("--mar", type=Path, help="sweep the model of this archive (the toolkit's own only)")
     args = parser.parse_args(argv)
+    if args.mar is not None:
+        try:
+            args.target = [*(args.target or []), in_process_target(args.mar)]
+        except ValueError as exc:
+            print(f"[sweep] {exc}", file=sys.stderr)
+            return 2
 
     device = torch.device(
         ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device

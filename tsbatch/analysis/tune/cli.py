@@ -16,9 +16,16 @@ longer than half the SLA's p99 are never tried, batch sizes above the concurrenc
 unreachable, a longer delay is skipped where a shorter one already formed full batches,
 and a lane stops growing its batch once throughput stops rising.
 
-    tsbatch tune          # every model, cpu profile here
+    tsbatch tune                        # every model, cpu profile here
     tsbatch tune --model resnet18 --quick
-    tsbatch tune --apply  # write the winners into config.properties
+    tsbatch tune --apply                # write the winners into config.properties
+    tsbatch tune --mar my_model.mar --requests my_requests/ --p99-ms 500
+
+``--mar`` tunes any archive, whoever built it: each point rewrites the model-config.yaml
+inside a copy of it (handler and files as they are), and ``--requests`` (a folder of bodies
+or a .jsonl, see docs/loadtest.md) is what the load sends; any 2xx answer passes unless
+``--answer-schema`` says more. The winner is printed as its own ``models=`` entry and its
+archive is written beside the reports.
 
 Exit status: 0 when every model has a winner, 2 when some model has no configuration
 meeting its SLA (the report says so), 1 on errors.
@@ -32,19 +39,24 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from batchkit.precision import PRECISIONS
 from tsbatch.analysis.options import int_list
-from tsbatch.analysis.tune.point import PointRunner, payloads_for
-from tsbatch.analysis.tune.report import finish, report_model
+from tsbatch.analysis.tune.mar import MarInfo, models_entry_base, read_mar, repackage
+from tsbatch.analysis.tune.point import ManifestPointRunner, MarPointRunner, PointRunner
+from tsbatch.analysis.tune.report import ModelReport, finish, report_model, winner_settings
 from tsbatch.analysis.tune.search import FULL_LOAD, FULL_SPACE, QUICK_LOAD, QUICK_SPACE, SearchSpace, search
-from tsbatch.archive.manifest import load_manifest
+from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.variants import Variant, default_variant, variant_spec
 from tsbatch.client.load import LoadSpec
 from tsbatch.config.properties import archive_entry, model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, REPORTS_DIR
-from tsbatch.sla.profiles import load_sla
+from tsbatch.sla.profiles import Sla, add_target_options, option_targets, slas_for
+from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
+from tsbatch.workloads.traffic import Traffic, traffic_for
 
 DEFAULT_OUT = REPORTS_DIR / "tune"
 
@@ -66,11 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--model", action="append", help="model to tune (default: every manifest model)")
+    parser.add_argument("--mar", type=Path, help="tune this archive (any handler) instead of manifest models")
+    add_requests_options(parser)
     parser.add_argument(
         "--quick", action="store_true", help="3 short points, 1 worker: a smoke run for tests"
     )
     parser.add_argument("--profile", help="SLA profile (default: $SLA_PROFILE, then the file's default)")
     parser.add_argument("--sla-file", type=Path, help="SLA file (default: loadtest/sla.yaml)")
+    add_target_options(parser)
     parser.add_argument("--batch-sizes", type=int_list)
     parser.add_argument("--delays", type=int_list, help="maxBatchDelay values in ms")
     parser.add_argument("--workers", type=int_list)
@@ -110,6 +125,66 @@ def parse_variant(text: str) -> Variant:
     return Variant(runtime, precision)
 
 
+@dataclass
+class Plan:
+    """What the run tunes: each model's SLA, workload, settings today and how its points run."""
+
+    names: list[str]
+    slas: dict[str, Sla]
+    workloads: dict[str, Traffic]
+    current: dict[str, dict[str, Any]]
+    manifest: Manifest | None = None  # manifest models
+    mar: MarInfo | None = None  # or one archive (--mar)
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """Read everything the run needs up front, so a mistake fails before any server starts."""
+    targets = option_targets(vars(args))
+    manifest: Manifest | None = None
+    mar: MarInfo | None = None
+    if args.mar:
+        mar = read_mar(args.mar)
+        if args.model and args.model != [mar.model]:
+            raise ValueError(f"{args.mar} serves {mar.model!r}, not {args.model}: drop --model")
+        names, current = [mar.model], {mar.model: mar.settings}
+    else:
+        manifest = load_manifest(build_dir=args.build_dir)
+        names = args.model or list(manifest.models)
+        for name in names:
+            manifest.model(name)
+        current = model_settings(read_properties(args.properties))
+    requests = parse_requests_specs(args.requests, names[0] if len(names) == 1 else None, names)
+    slas = slas_for(names, args.profile, args.sla_file or DEFAULT_SLA_FILE, targets)
+    workloads = {
+        name: traffic_for(name, requests=requests.get(name), answer_schema=args.answer_schema)
+        for name in names
+    }
+    return Plan(names, slas, workloads, current, manifest, mar)
+
+
+def point_runner(
+    run: Plan, name: str, args: argparse.Namespace, load: LoadSpec, work_root: Path
+) -> tuple[PointRunner, str]:
+    """How this model's points are served, and what that serves (for the log)."""
+    common = (args.properties, run.workloads[name], load, work_root, args.out / "logs")
+    if run.mar is not None:
+        return MarPointRunner(run.mar, *common), f"{run.mar.path.name} as packaged"
+    assert run.manifest is not None
+    spec = run.manifest.model(name)
+    variant = args.variant or default_variant(spec.artifact_dir)
+    if args.variant:
+        spec = variant_spec(spec, work_root, args.variant)
+    return ManifestPointRunner(spec, run.manifest, *common), variant.label
+
+
+def write_winning_archive(mar: MarInfo, report: ModelReport, out: Path) -> None:
+    """The winner packaged into the archive: TorchServe lets its model-config.yaml win over models=."""
+    if report.selection.winner is None:
+        return
+    path = repackage(mar, out / mar.path.name, winner_settings(report.selection.winner))
+    print(f"[tune] the winner's archive (its model-config.yaml carries the settings): {display_path(path)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
@@ -120,20 +195,16 @@ def main(argv: list[str] | None = None) -> int:
         warmup_s=args.warmup_s if args.warmup_s is not None else base_load.warmup_s,
         measure_s=args.measure_s if args.measure_s is not None else base_load.measure_s,
     )
-    manifest = load_manifest(build_dir=args.build_dir)
-    names = args.model or list(manifest.models)
-    sla_kwargs = {"path": args.sla_file} if args.sla_file else {}
     try:
-        slas = {name: load_sla(name, args.profile, **sla_kwargs) for name in names}
-        specs = {name: manifest.model(name) for name in names}
-        current = model_settings(read_properties(args.properties))
-    except ValueError as exc:
+        run = plan(args)
+    except (ValueError, OSError) as exc:
         print(f"[tune] FAILED: {exc}", file=sys.stderr)
         return 1
-    unbuilt = [n for n, s in specs.items() if not (s.artifact_dir / "model.pt").exists()]
-    if unbuilt:
-        print(f"[tune] FAILED: {unbuilt} not exported; run `make archive` first", file=sys.stderr)
-        return 1
+    if run.manifest is not None:
+        unbuilt = [n for n in run.names if not (run.manifest.model(n).artifact_dir / "model.pt").exists()]
+        if unbuilt:
+            print(f"[tune] FAILED: {unbuilt} not exported; run `make archive` first", file=sys.stderr)
+            return 1
     if shutil.which("java") is None:
         print("[tune] FAILED: TorchServe needs Java 17 (`make java`)", file=sys.stderr)
         return 1
@@ -142,42 +213,49 @@ def main(argv: list[str] | None = None) -> int:
     reports = []
     work_root = Path(tempfile.mkdtemp(prefix="tune-"))
     try:
-        for name in names:
-            spec, sla = specs[name], slas[name]
-            variant = args.variant or default_variant(spec.artifact_dir)
-            if args.variant:
-                spec = variant_spec(spec, work_root, args.variant)
+        for name in run.names:
+            sla = run.slas[name]
+            runner, serving = point_runner(run, name, args, load, work_root)
+            foreign_or_quick = args.quick or run.mar is not None  # no torchThreads entry to size by
+            workers = args.workers or (
+                base_space.workers if foreign_or_quick else default_workers(args.properties, name)
+            )
             space = SearchSpace(
                 batch_sizes=args.batch_sizes or base_space.batch_sizes,
                 delays_ms=args.delays or base_space.delays_ms,
-                workers=args.workers
-                or (base_space.workers if args.quick else default_workers(args.properties, name)),
+                workers=workers,
                 min_gain=args.min_gain if args.min_gain is not None else base_space.min_gain,
             )
             print(
                 f"[tune] {name}: batch sizes {space.batch_sizes} x delays {space.delays_ms} ms x workers {space.workers}, "
-                f"{load.describe()}, SLA {sla.profile} p99 <= {sla.p99_ms:g} ms, serving {variant.label}"
-            )
-            runner = PointRunner(
-                spec, manifest, args.properties, payloads_for(spec), load, work_root, args.out / "logs"
+                f"{load.describe()}, SLA {sla.profile} p99 <= {sla.p99_ms:g} ms, serving {serving}, "
+                f"sending {run.workloads[name].source}"
             )
             try:
                 outcome = search(name, sla, space, load, runner)
             finally:
                 runner.close()  # no server outlives its model's search
-            report = report_model(name, outcome.points, sla, args.out, outcome.pruned, current.get(name, {}))
+            report = report_model(
+                name, outcome.points, sla, args.out, outcome.pruned, run.current.get(name, {})
+            )
             reports.append(report)
+        meta = {
+            "load": load.describe(),
+            "warmup_s": load.warmup_s,
+            "measure_s": load.measure_s,
+            "profile": reports[0].sla.profile if reports else "?",
+            "sla_file": display_path(args.sla_file or DEFAULT_SLA_FILE),
+            "cpus": os.cpu_count(),
+            "seconds": time.perf_counter() - started,
+        }
+        entry_source = args.properties
+        if run.mar is not None:  # the entry names the archive's model alone
+            entry_source = work_root / "entry.properties"
+            entry_source.write_text(models_entry_base(run.mar))
+            for report in reports:
+                write_winning_archive(run.mar, report, args.out)
+        code = finish(reports, args.out, meta, entry_source, args.apply)
     finally:
         shutil.rmtree(work_root, ignore_errors=True)
-    meta = {
-        "load": load.describe(),
-        "warmup_s": load.warmup_s,
-        "measure_s": load.measure_s,
-        "profile": reports[0].sla.profile if reports else "?",
-        "sla_file": display_path(args.sla_file or DEFAULT_SLA_FILE),
-        "cpus": os.cpu_count(),
-        "seconds": time.perf_counter() - started,
-    }
-    code = finish(reports, args.out, meta, args.properties, args.apply)
     print(f"[tune] done in {meta['seconds']:.0f} s")
     return code

@@ -3,7 +3,8 @@
 Every setting tried gets its own archive (TorchServe lets the archive's model-config.yaml
 win over config.properties, so the setting must be packaged in) in a temporary model
 store, and its own private TorchServe on free loopback ports, token auth on. The load
-client then sends the model's real request pool with each answer's schema checked, and
+client then sends the model's workload (the toolkit's pool, or the user's ``--requests``)
+with each answer checked, and
 the figures are the gate's (exact nearest-rank percentiles over the measured window) plus
 the mean batch the frontend really formed, from the metrics port's counters.
 """
@@ -18,40 +19,19 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from tsbatch.analysis.selection import TunePoint
+from tsbatch.analysis.tune.mar import MarInfo, repackage
 from tsbatch.analysis.tune.search import settings_for
 from tsbatch.archive.manifest import Manifest, ModelSpec
 from tsbatch.archive.package import private_store
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.metrics import mean_formed_batch
-from tsbatch.kinds.registry import kind_of
 from tsbatch.server.process import TorchServe, start_instance
-from tsbatch.workloads.payloads import Payload
-from tsbatch.workloads.schemas import body_problems
-from tsbatch.workloads.workload import AnswerCheck
-
-
-@dataclass(frozen=True)
-class Payloads:
-    """Request bodies of one model and the check its answers must pass: the Locust
-    scenario's own pools and schema checks (``tsbatch.workloads``)."""
-
-    model: str
-    items: list[Payload]
-    answer_check: AnswerCheck
-
-    def check(self, status: int, body: bytes) -> str | None:
-        problems = body_problems(status, body, self.answer_check)
-        return "; ".join(problems[:2]) if problems else None
-
-
-def payloads_for(spec: ModelSpec, seed: int = 0) -> Payloads:
-    """The pool and answer check of the model's kind (``tsbatch/kinds/<kind>/workload.py``)."""
-    workload = kind_of(spec).workload
-    return Payloads(spec.name, workload.pool(seed), workload.answer_check(spec.name))
+from tsbatch.workloads.traffic import Traffic
 
 
 def nan_if_none(value: float | None) -> float:
@@ -79,25 +59,25 @@ def check_served(server: TorchServe, point: TunePoint) -> None:
 
 
 class PointRunner:
-    """Package, serve, load and measure one configuration of one model."""
+    """Package, serve, load and measure one configuration of one model (:meth:`stage` says
+    how a point's archive and properties are made)."""
 
     def __init__(
         self,
-        spec: ModelSpec,
-        manifest: Manifest,
+        model: str,
         properties: Path,
-        payloads: Payloads,
+        workload: Traffic,
         load: LoadSpec,
         work_dir: Path,
         log_dir: Path,
         log: Callable[[str], None] = print,
     ) -> None:
-        self.spec, self.manifest, self.properties, self.payloads = spec, manifest, properties, payloads
+        self.model, self.properties, self.workload = model, properties, workload
         self.load, self.work_dir, self.log_dir, self.log = load, work_dir, log_dir, log
         self.stopping: list[threading.Thread] = []
 
     def __call__(self, batch_size: int, delay_ms: int, workers: int) -> TunePoint:
-        model = self.spec.name
+        model = self.model
         point = TunePoint(model, batch_size, delay_ms, workers)
         point_dir = Path(
             tempfile.mkdtemp(prefix=f"{model}-{point.short_label.replace(' ', '-')}-", dir=self.work_dir)
@@ -119,24 +99,23 @@ class PointRunner:
 
     def serve(self, point: TunePoint, point_dir: Path) -> TorchServe:
         """A private TorchServe serving the point's own archive."""
-        model = point.model
         settings = settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
-        this_spec = replace(self.manifest, models={**self.manifest.models, model: self.spec})
-        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
-            properties, store = private_store(
-                point_dir, [model], {model: settings}, source=self.properties, manifest=this_spec
-            )
-        return start_instance(point_dir / "run", store, models=[model], source=properties, timeout=180)
+        properties, store = self.stage(settings, point_dir)
+        return start_instance(point_dir / "run", store, models=[self.model], source=properties, timeout=180)
+
+    def stage(self, settings: dict[str, int], point_dir: Path) -> tuple[Path, Path]:
+        """The properties and the model store that serve the model with ``settings``."""
+        raise NotImplementedError
 
     def measure(self, point: TunePoint, server: TorchServe) -> TunePoint:
         model = point.model
         driver = LoadDriver(
             f"{server.url('inference')}/predictions/{model}",
-            [item.body for item in self.payloads.items],
-            content_types=[item.content_type for item in self.payloads.items],
+            [item.body for item in self.workload.payloads],
+            content_types=[item.content_type for item in self.workload.payloads],
             headers=server.headers("inference"),
             model=model,
-            check=self.payloads.check,
+            check=self.workload.problem,
         )
         result = driver.run(self.load, server.metrics_text)
         figures = result.figures()
@@ -180,3 +159,32 @@ class PointRunner:
         path = self.log_dir / f"{point.model}_{point.short_label.replace(' ', '_')}.log"
         tail = server.log_tail(80) if server is not None else ""
         path.write_text(f"{type(exc).__name__}: {exc}\n\n{tail}\n")
+
+
+class ManifestPointRunner(PointRunner):
+    """Points of a manifest model: packaged from its exported artifacts at each setting."""
+
+    def __init__(self, spec: ModelSpec, manifest: Manifest, *args: Any, **kwargs: Any) -> None:
+        super().__init__(spec.name, *args, **kwargs)
+        self.spec, self.manifest = spec, manifest
+
+    def stage(self, settings: dict[str, int], point_dir: Path) -> tuple[Path, Path]:
+        this_spec = replace(self.manifest, models={**self.manifest.models, self.model: self.spec})
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+            return private_store(
+                point_dir, [self.model], {self.model: settings}, source=self.properties, manifest=this_spec
+            )
+
+
+class MarPointRunner(PointRunner):
+    """Points of any archive (``--mar``): its model-config.yaml rewritten at each setting,
+    served with the toolkit's config.properties otherwise."""
+
+    def __init__(self, info: MarInfo, *args: Any, **kwargs: Any) -> None:
+        super().__init__(info.model, *args, **kwargs)
+        self.info = info
+
+    def stage(self, settings: dict[str, int], point_dir: Path) -> tuple[Path, Path]:
+        store = point_dir / "model-store"
+        repackage(self.info, store / f"{self.model}.mar", settings)
+        return self.properties, store

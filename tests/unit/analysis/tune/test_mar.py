@@ -1,0 +1,79 @@
+"""Any archive, repackaged per tuning point: its model-config.yaml rewritten, the rest as it was."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tsbatch.analysis.tune.cli import build_parser, main, plan
+from tsbatch.analysis.tune.mar import MarError, models_entry_base, read_mar, repackage
+from tsbatch.config.properties import model_settings, read_properties, with_model_settings
+
+MakeMar = Callable[..., Path]  # the make_mar fixture (tests/unit/analysis/conftest.py)
+SETTINGS = {"batchSize": 8, "maxBatchDelay": 5, "minWorkers": 2, "maxWorkers": 2}
+
+
+def entries(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def test_repackaging_rewrites_only_the_batch_settings(make_mar: MakeMar, tmp_path: Path) -> None:
+    info = read_mar(make_mar("in.mar", {"batchSize": 4, "maxBatchDelay": 20, "responseTimeout": 9}))
+    assert (info.model, info.version, info.toolkit_built) == ("stock_mobilenet", "2.0", False)
+    assert info.settings == {"batchSize": 4, "maxBatchDelay": 20, "responseTimeout": 9}
+    out = read_mar(repackage(info, tmp_path / "store" / "stock_mobilenet.mar", SETTINGS))
+    assert out.config == {**SETTINGS, "responseTimeout": 9}
+    before, after = entries(info.path), entries(out.path)
+    assert set(before) == set(after)
+    assert all(after[name] == before[name] for name in ("model.pt", "index_to_name.json"))
+
+
+def test_an_archive_without_a_config_file_gets_one_named_in_its_manifest(
+    make_mar: MakeMar, tmp_path: Path
+) -> None:
+    info = read_mar(make_mar("in.mar", None))
+    assert info.config_file is None and info.settings == {}
+    out = read_mar(repackage(info, tmp_path / "out.mar", SETTINGS))
+    assert out.config_file == "model-config.yaml" and out.settings == SETTINGS
+
+
+def test_the_models_entry_names_the_archive_alone(make_mar: MakeMar, tmp_path: Path) -> None:
+    info = read_mar(make_mar("mobile.mar", None))
+    properties = tmp_path / "entry.properties"
+    properties.write_text(with_model_settings(models_entry_base(info), {info.model: SETTINGS}))
+    settings = model_settings(read_properties(properties))
+    assert settings == {"stock_mobilenet": {"defaultVersion": True, "marName": "mobile.mar", **SETTINGS}}
+
+
+def test_not_an_archive_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "x.mar").write_text("hello")
+    with pytest.raises(MarError, match="not a readable TorchServe model archive"):
+        read_mar(tmp_path / "x.mar")
+
+
+def test_tuning_an_archive_needs_its_requests_and_an_sla(
+    make_mar: MakeMar, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mar = make_mar("in.mar", {"batchSize": 4})
+    assert main(["--mar", str(mar), "--p99-ms", "500"]) == 1
+    assert "--requests MODEL=PATH" in capsys.readouterr().err
+    (tmp_path / "pics").mkdir()
+    (tmp_path / "pics" / "a.jpg").write_bytes(b"jpeg")
+    assert main(["--mar", str(mar), "--requests", str(tmp_path / "pics")]) == 1
+    assert "--p99-ms" in capsys.readouterr().err  # no SLA entry and no targets
+    run = plan(
+        build_parser().parse_args(
+            ["--mar", str(mar), "--requests", str(tmp_path / "pics"), "--p99-ms", "500"]
+        )
+    )
+    assert run.names == ["stock_mobilenet"] and run.current == {"stock_mobilenet": {"batchSize": 4}}
+    assert (
+        run.slas["stock_mobilenet"].p99_ms == 500
+        and run.workloads["stock_mobilenet"].payloads[0].body == b"jpeg"
+    )
+    assert main(["--mar", str(mar), "--model", "other", "--requests", "x", "--p99-ms", "5"]) == 1
+    assert "drop --model" in capsys.readouterr().err
