@@ -26,6 +26,7 @@ from tsbatch.config.properties import (
     ADDRESS_KEYS,
     ARCHIVE_KEYS,
     BATCH_KEYS,
+    DECODE_DEFAULTS,
     DECODE_KEYS,
     PropertiesError,
     decode_problem,
@@ -287,9 +288,18 @@ def check_archives(settings: dict[str, dict[str, Any]], model_store: Path) -> li
             continue
         baked = archive_model_config(mar)
         handler = baked.get("handler") or {}
-        fields = {"torchThreads": "torch_threads", **DECODE_KEYS}
-        expected = {**{k: entry.get(k) for k in BATCH_KEYS}, **{k: entry.get(k) for k in fields}}
-        found = {**{k: baked.get(k) for k in BATCH_KEYS}, **{k: handler.get(f) for k, f in fields.items()}}
+        # The decode keys of a model whose worker has them (image models), defaults included.
+        decode = {k: entry.get(k, DECODE_DEFAULTS[k]) for k, f in DECODE_KEYS.items() if f in handler}
+        expected = {
+            **{k: entry.get(k) for k in BATCH_KEYS},
+            "torchThreads": entry.get("torchThreads"),
+            **decode,
+        }
+        found = {
+            **{k: baked.get(k) for k in BATCH_KEYS},
+            "torchThreads": handler.get("torch_threads"),
+            **{k: handler.get(DECODE_KEYS[k]) for k in decode},
+        }
         differing = [k for k in expected if expected[k] != found[k]]
         if differing:
             detail = ", ".join(

@@ -23,6 +23,8 @@ ARCHIVE_KEYS = (*BATCH_KEYS, "torchThreads")
 # into when set (absent: the handler's default, one thread and the auto path).
 DECODE_KEYS = {"decodeThreads": "decode_threads", "decodePath": "decode_path"}
 DECODE_PATHS = ("auto", "pil", "tensor")
+# What an image model's worker does when its entry leaves a decode key out.
+DECODE_DEFAULTS = {"decodeThreads": 1, "decodePath": "auto"}
 # TorchServe's three APIs and the keys that hold their addresses.
 ADDRESS_KEYS = {
     "inference": "inference_address",
@@ -172,10 +174,10 @@ def archive_entry(properties: Mapping[str, str], model: str) -> dict[str, Any]:
 
 def decode_problem(entry: Mapping[str, Any]) -> str | None:
     """What is wrong with a model entry's decode keys (``key: why``), or None."""
-    threads = entry.get("decodeThreads", 1)
+    threads = entry.get("decodeThreads", DECODE_DEFAULTS["decodeThreads"])
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         return f"decodeThreads: must be a whole number of at least 1, got {threads!r}"
-    path = entry.get("decodePath", "auto")
+    path = entry.get("decodePath", DECODE_DEFAULTS["decodePath"])
     if path not in DECODE_PATHS:
         return f"decodePath: must be one of {', '.join(DECODE_PATHS)}, got {path!r}"
     return None
