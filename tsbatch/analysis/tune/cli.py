@@ -34,13 +34,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from batchkit.precision import PRECISIONS
+from batchkit.candidates import ServingCandidate
 from tsbatch.analysis.options import int_list
 from tsbatch.analysis.tune.point import PointRunner, payloads_for
 from tsbatch.analysis.tune.report import finish, report_model
 from tsbatch.analysis.tune.search import FULL_LOAD, FULL_SPACE, QUICK_LOAD, QUICK_SPACE, SearchSpace, search
 from tsbatch.archive.manifest import load_manifest
-from tsbatch.archive.variants import Variant, default_variant, variant_spec
+from tsbatch.archive.variants import default_variant, variant_spec
 from tsbatch.client.load import LoadSpec
 from tsbatch.config.properties import archive_entry, model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, REPORTS_DIR
@@ -95,19 +95,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--variant",
         type=parse_variant,
-        help="RUNTIME-PRECISION to serve at every point, e.g. torchscript-fp32, aoti-fp32 or aoti-int8 "
-        "(default: what the archive chooses on this machine)",
+        help="the serving candidate at every point, e.g. torchscript-fp32, aoti-cpu-fp32 or aoti-cpu-int8 "
+        "(default: what the planner chooses on this machine)",
     )
     return parser
 
 
-def parse_variant(text: str) -> Variant:
-    runtime, _, precision = text.partition("-")
-    if runtime not in ("torchscript", "aoti") or precision not in PRECISIONS:
-        raise argparse.ArgumentTypeError(f"expected torchscript|aoti-{'|'.join(PRECISIONS)}, got {text!r}")
-    if precision == "int8" and runtime != "aoti":
-        raise argparse.ArgumentTypeError("int8 exists only as a compiled package: use aoti-int8")
-    return Variant(runtime, precision)
+def parse_variant(text: str) -> ServingCandidate:
+    try:
+        return ServingCandidate.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def main(argv: list[str] | None = None) -> int:
