@@ -254,9 +254,12 @@ def precision_order(
             order.append(candidate)
         else:
             reasons.append(loses)
-    if config.runtime == "aoti" and not any(candidate.runtime == "aoti" for candidate in order):
-        package = ServingCandidate("aoti", usable[-1].device, precision)
-        reasons.append(Reason("no-package", f"runtime aoti, but no usable {package.file_name}", package.name))
+    package = ServingCandidate("aoti", usable[-1].device, precision)
+    told = any(reason.candidate == package.name for reason in reasons)
+    if config.runtime == "aoti" and package not in order and not told:
+        reasons.append(
+            Reason("no-package", f"runtime aoti, but the archive has no {package.file_name}", package.name)
+        )
     if timings is not None:
         order.sort(key=lambda c: timings.ms.get(c.name, math.inf))
     order.sort(key=lambda c: c.runtime != ("aoti" if config.runtime == "auto" else config.runtime))
