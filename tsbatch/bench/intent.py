@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from batchkit.candidates import BASELINE, ServingCandidate
-from batchkit.planner import Reason
+from batchkit.planner import Host, Reason
 from tsbatch.archive import artifacts
 from tsbatch.archive.intent.data import read_csv_examples
 from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest
@@ -159,12 +159,12 @@ def print_table(results: list[RunResult]) -> None:
 
 
 def runnable_rows(
-    names: list[str], spec: ModelSpec
+    names: list[str], spec: ModelSpec, host: Host | None = None
 ) -> tuple[dict[str, ServingCandidate | None], dict[str, list[Reason]]]:
     """The asked-for rows this machine can run, each pinned row with its candidate (the
     baseline: fp32 TorchScript; others: the planner's first row at that precision), and
-    the pinned rows it cannot, with the planner's reasons."""
-    runnable, skipped = machine_variants(spec.artifact_dir)
+    the pinned rows it cannot, with the planner's reasons (``host``: this machine's)."""
+    runnable, skipped = machine_variants(spec.artifact_dir, host=host)
     kept: dict[str, ServingCandidate | None] = {}
     missing: dict[str, list[Reason]] = {}
     for name in names:

@@ -45,9 +45,8 @@ def int8_intent_dir(tiny_intent_model_dir, tmp_path_factory) -> tuple[Path, dict
 
 
 def test_the_handler_serves_the_int8_package_and_batch_mates_do_not_change_an_answer(
-    int8_intent_dir, fake_context_factory, caplog
+    int8_intent_dir, fake_context_factory
 ) -> None:
-    caplog.set_level("INFO")
     handler, context = make_handler(*int8_intent_dir, fake_context_factory)
     assert (handler.model.runtime, handler.model.precision) == ("aoti", "int8")
     texts = ["what is my balance", "my card was declined at the shop yesterday evening", "send money"]
@@ -56,4 +55,6 @@ def test_the_handler_serves_the_int8_package_and_batch_mates_do_not_change_an_an
     for batched, single in zip(together, alone, strict=True):
         assert batched["intent"] == single["intent"]
         assert batched["confidence"] == pytest.approx(single["confidence"], abs=1e-5)
-    assert "serving aoti int8 from model.cpu-int8.pt2" in caplog.text
+    described = handler.describe()
+    assert (described["runtime"], described["file"]) == ("aoti", "model.cpu-int8.pt2")
+    assert described["why"][0]["code"] == "precision-set"
