@@ -19,8 +19,6 @@ from pathlib import Path
 
 import torch
 
-from batchkit.candidates import PRECISIONS
-
 logger = logging.getLogger(__name__)
 
 # The dtype a model's inputs are cast to; an int8 package takes fp32 and quantizes inside.
@@ -110,15 +108,6 @@ def require_cuda(device: torch.device) -> None:
         message = f"{REQUIRE_CUDA_ENV}=1 but no usable CUDA: {reason}; refusing to serve on the CPU"
         logger.error(message)
         raise CudaRequiredError(message)
-
-
-def requested_precision(configured: str) -> str:
-    """The precision a worker is told to compute in: ``TSBATCH_PRECISION`` beats the
-    archive's setting. Workers only: the build must not follow a shell's leftover."""
-    requested = os.environ.get(PRECISION_ENV) or configured
-    if requested not in (*PRECISIONS, "auto"):
-        raise ValueError(f"precision must be auto or one of {PRECISIONS}, got {requested!r}")
-    return requested
 
 
 def flag_precision(
