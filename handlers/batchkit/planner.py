@@ -220,15 +220,16 @@ def measured_order(
 
 def package_loses(config: ModelConfig, candidate: ServingCandidate) -> Reason | None:
     """Under runtime ``auto``, why a package is passed over for TorchScript at its own
-    precision: the build timed it no ``MARGIN`` faster (older archives: its choice)."""
+    precision: the build timed both and the package was not ``MARGIN`` faster (archives
+    built before timings_ms: their recorded choice)."""
     if config.runtime != "auto" or candidate.runtime != "aoti" or candidate.precision == "int8":
         return None
     twin = ServingCandidate("torchscript", candidate.device, candidate.precision).name
     ms, twin_ms = config.timings_ms.ms.get(candidate.name), config.timings_ms.ms.get(twin)
-    if twin_ms is not None:
+    if ms is not None and twin_ms is not None:
         if beats(ms, twin_ms):
             return None
-        detail = f"{candidate.name} {ms} ms is not {MARGIN:.0%} faster than {twin} {twin_ms:g} ms"
+        detail = f"{candidate.name} {ms:g} ms is not {MARGIN:.0%} faster than {twin} {twin_ms:g} ms"
     elif config.auto_runtime.get(candidate.target, "aoti") == "aoti":
         return None
     else:
@@ -319,7 +320,10 @@ def plan(config: ModelConfig, host: Host) -> Plan:
         if measured is not None:
             following = measured_order(config, [c for c in usable if c.precision != "int8"], measured, [])
             reasons.append(
-                Reason("int8-fallback", "int8 has no TorchScript form: the next fastest timed next")
+                Reason(
+                    "int8-fallback",
+                    "int8 has no TorchScript form: the next fastest timed on this CPU follows",
+                )
             )
         else:
             fallback = "bf16" if native_cpu_bf16(host.flags) else "fp32"

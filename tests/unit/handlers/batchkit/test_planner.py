@@ -87,6 +87,14 @@ def test_timings_are_not_used_on_a_gpu() -> None:
     assert names(planned) == ["torchscript-fp32"]  # no fp16 candidate in this archive
 
 
+def test_a_gpu_serves_its_package_first_though_only_the_cpu_was_timed() -> None:
+    gpu = ServingCandidate("aoti", "cuda", "bf16")
+    archive = config(compiled_models=[gpu.file_name], check_outputs={gpu.name: [[1.0]]})
+    planned = plan(archive, host(device_type="cuda", cuda_bf16=True, files=FILES | {gpu.file_name}))
+    assert names(planned) == ["aoti-cuda-bf16", "torchscript-fp32"]
+    assert planned.first == gpu and planned.candidates[-1].device == "cuda"
+
+
 INT8_FAST = {"aoti-cpu-int8": 3.0, "aoti-cpu-bf16": 5.0, "torchscript-bf16": 6.0, "torchscript-fp32": 10.0}
 
 
