@@ -45,7 +45,6 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
             config,
             self.model_dir,
             self.device,
-            self.precision,
             self.max_batch_size,
             check_tokens(self.tokenizer),
         )

@@ -31,7 +31,6 @@ class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
             config,
             self.model_dir,
             self.device,
-            self.precision,
             self.max_batch_size,
             (check_images(config.crop_size),),
             optimize=config.optimize,

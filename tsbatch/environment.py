@@ -2,7 +2,7 @@
 
 Standard library only: ``deploy/probe.py`` and the container supervisor read it at start,
 where a third-party import would slow every probe. The workers' own variables
-(``TSBATCH_PRECISION``, ``TSBATCH_REQUIRE_CUDA``) are read by ``batchkit.precision``,
+(``TSBATCH_PRECISION``, ``TSBATCH_REQUIRE_CUDA``) are read by ``batchkit`` (loader, precision),
 because the handlers never import the toolkit.
 """
 

@@ -2,8 +2,8 @@
 precision and kernels, the compiler AOTInductor needs, CUDA, and per built model what a
 worker here would serve.
 
-Every line comes from the same functions the workers call (``batchkit.precision``,
-``batchkit.loader``), so the report cannot disagree with what ``make serve`` then does.
+Every line comes from the planner the workers ask (``batchkit.planner``), with the
+build's timings, so the report cannot disagree with what ``make serve`` then does.
 """
 
 from __future__ import annotations
@@ -15,20 +15,13 @@ from pathlib import Path
 
 import torch
 
-from batchkit.config import from_mapping
-from batchkit.loader import (
-    compiled_file_name,
-    device_signature,
-    missing_cpu_flags,
-    package_mismatch,
-    plan_candidates,
-    worker_precision,
-)
-from batchkit.precision import choose_precision, cpu_flags, cpu_model_name, cuda_problem
+from batchkit.loader import device_signature, host_here, package_mismatch
+from batchkit.planner import Host, Plan, missing_cpu_flags, plan
+from batchkit.precision import cpu_flags, cpu_model_name, cuda_problem, flag_precision
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import load_manifest
+from tsbatch.archive.variants import archive_config
 from tsbatch.config.properties import model_settings, read_properties
-from tsbatch.kinds.registry import KINDS
 from tsbatch.paths import DEFAULT_PROPERTIES
 
 # The CPU flags that change what is served: bf16 and int8 dot products, and the ISA the
@@ -69,35 +62,45 @@ def cuda_lines() -> list[str]:
     if problem is None:
         names = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
         lines.append(
-            f"  CUDA usable: {names}; auto picks {choose_precision('auto', torch.device('cuda')).precision}"
+            f"  CUDA usable: {names}; auto picks {flag_precision('cuda', set(), torch.cuda.is_bf16_supported())[0]}"
         )
     else:
         lines.append(f"  CUDA not usable: {problem}")
     return lines
 
 
-def model_lines(name: str, kind: str, artifact_dir: Path, batch_size: int) -> list[str]:
-    """What a CPU worker of this archive would try here, in order, and why others are not."""
-    config_path = artifact_dir / artifacts.HANDLER_CONFIG_FILE
-    if not config_path.exists():
+def model_plan(artifact_dir: Path, batch_size: int, host: Host | None = None) -> Plan | None:
+    """What a CPU worker of this archive would try here and why (None: not built)."""
+    if not (artifact_dir / artifacts.HANDLER_CONFIG_FILE).exists():
+        return None
+    host = host or host_here(artifact_dir, torch.device("cpu"), batch_size)
+    return plan(archive_config(artifact_dir), host)
+
+
+def package_line(artifact_dir: Path, planned: Plan) -> str | None:
+    """Whether the first package the plan tries runs on this CPU (its build machine's ISA)."""
+    packages = [candidate for candidate in planned.candidates if candidate.runtime == "aoti"]
+    if not packages:
+        return None
+    package = artifact_dir / packages[0].file_name
+    built_on = torch._C._aoti.AOTIModelPackageLoader.load_metadata_from_package(str(package), "model")
+    missing = missing_cpu_flags(archive_config(artifact_dir), cpu_flags())
+    problem = package_mismatch(built_on, device_signature(torch.device("cpu")))
+    if missing:
+        problem = f"needs {', '.join(missing)}, which this CPU lacks"
+    return f"    {package.name}: {problem or 'runs on this CPU (built for ' + built_on.get('AOTI_CPU_ISA', '?') + ')'}"
+
+
+def model_lines(name: str, artifact_dir: Path, batch_size: int) -> list[str]:
+    """The plan of a CPU worker of this archive, as report lines."""
+    planned = model_plan(artifact_dir, batch_size)
+    if planned is None:
         return [f"  {name}: not built (make archive)"]
-    config = from_mapping(KINDS[kind].config, {**artifacts.read_json(config_path), "torch_threads": 1})
-    choice = worker_precision(config, torch.device("cpu"))
-    candidates, skipped = plan_candidates(config, artifact_dir, "cpu", choice.precision, batch_size)
-    lines = [f"  {name}: precision {choice.precision} ({choice.reason})"]
-    lines.append("    tries " + ", then ".join(candidate.name for candidate in candidates))
-    lines += [f"    not tried: {reason}" for reason in skipped]
-    package = artifact_dir / compiled_file_name("cpu", choice.precision)
-    if package.exists():
-        built_on = torch._C._aoti.AOTIModelPackageLoader.load_metadata_from_package(str(package), "model")
-        missing = missing_cpu_flags(config)
-        problem = package_mismatch(built_on, device_signature(torch.device("cpu")))
-        if missing:
-            problem = f"needs {', '.join(missing)}, which this CPU lacks"
-        lines.append(
-            f"    {package.name}: {problem or 'runs on this CPU (built for ' + built_on.get('AOTI_CPU_ISA', '?') + ')'}"
-        )
-    return lines
+    lines = [f"  {name}: serves {planned.first.name}"]
+    lines.append("    tries " + ", then ".join(candidate.name for candidate in planned.candidates))
+    lines += [f"    why {reason}" for reason in planned.reasons]
+    package = package_line(artifact_dir, planned)
+    return lines + ([package] if package else [])
 
 
 def report() -> list[str]:
@@ -110,9 +113,7 @@ def report() -> list[str]:
     lines.append("Models (a CPU worker with config.properties' batchSize):")
     settings = model_settings(read_properties(DEFAULT_PROPERTIES))
     for name, spec in load_manifest().models.items():
-        lines += model_lines(
-            name, spec.kind, spec.artifact_dir, int(settings.get(name, {}).get("batchSize", 1))
-        )
+        lines += model_lines(name, spec.artifact_dir, int(settings.get(name, {}).get("batchSize", 1)))
     return lines
 
 

@@ -16,6 +16,16 @@ from typing import Any, TypeVar
 
 
 @dataclass(frozen=True, kw_only=True)
+class BuildTimings:
+    """How long each gated candidate took per batch on the build CPU (best of several
+    runs, one thread): timings say something only on a CPU of the same model."""
+
+    cpu_model: str = ""
+    batch_size: int = 0
+    ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelConfig:
     """What every handler reads, whatever its model: the files to load, how many answers
     to give, and how its worker runs (threads, warm-up batch sizes)."""
@@ -28,9 +38,10 @@ class ModelConfig:
     warmup_batch_sizes: tuple[int, ...] = (1,)
     # Most inputs one request may carry (a list, KServe instances/inputs); more get 413.
     max_inputs_per_request: int = 64
-    # How the worker computes (batchkit.precision, batchkit.loader): auto picks from the
-    # hardware; compiled_models are the .pt2 packages that passed the build gates, exported
-    # for batches up to compiled_max_batch_size; failed_gates names candidates never served.
+    # How the worker computes (batchkit.planner decides): auto picks by the build's timings
+    # or the hardware; compiled_models are the .pt2 packages that passed the build gates,
+    # exported for batches up to compiled_max_batch_size; failed_gates names candidates
+    # never served. Candidate keys are batchkit.candidates.ServingCandidate names/files.
     precision: str = "auto"
     runtime: str = "auto"
     compiled_models: tuple[str, ...] = ()
@@ -38,19 +49,22 @@ class ModelConfig:
     failed_gates: tuple[str, ...] = ()
     # The build's record, which the worker trusts instead of judging accuracy again: each
     # gated candidate's class probabilities on the fixed check inputs (keyed like
-    # "aoti-cpu-bf16", "torchscript-fp32"), and per package which runtime ``auto`` serves,
-    # as the build timed them (keyed like "cpu-fp32").
+    # "aoti-cpu-bf16", "torchscript-fp32").
     check_outputs: dict[str, list[list[float]]] = field(default_factory=dict)
-    auto_runtime: dict[str, str] = field(default_factory=dict)
     # The build CPU's features that compiled code may use: a CPU package runs only where
     # all of them are present (an AMX package dies of SIGILL on an AVX2-only CPU).
     compiled_cpu_flags: tuple[str, ...] = ()
-    # The int8 package's build-time speed over the fastest other gated candidate (0: none
-    # built); ``auto`` takes int8 only above batchkit.precision.INT8_MIN_SPEEDUP.
+    # Each gated CPU candidate's time per batch on the build CPU: ``auto`` serves the
+    # fastest on a CPU of the same model.
+    timings_ms: BuildTimings = field(default_factory=BuildTimings)
+    # Archives built before timings_ms recorded these instead (per package the runtime
+    # ``auto`` serves; the int8 package's speed-up): read only by the flag rule's fallback.
+    auto_runtime: dict[str, str] = field(default_factory=dict)
     int8_speedup: float = 0.0
 
 
 ConfigT = TypeVar("ConfigT", bound=ModelConfig)
+SectionT = TypeVar("SectionT")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,7 +110,7 @@ class TextModelConfig(ModelConfig):
     pad_to_multiple_of: int = 8
 
 
-def from_mapping(config_type: type[ConfigT], values: Mapping[str, Any]) -> ConfigT:
+def from_mapping(config_type: type[SectionT], values: Mapping[str, Any]) -> SectionT:
     """Build a config dataclass from a plain mapping, with clear errors for bad keys."""
     fields = {f.name: f for f in dataclasses.fields(config_type)}
     unknown = sorted(set(values) - set(fields))
@@ -110,10 +124,20 @@ def from_mapping(config_type: type[ConfigT], values: Mapping[str, Any]) -> Confi
     missing = sorted(set(required) - set(values))
     if missing:
         raise ValueError(f"{config_type.__name__}: missing keys {missing}")
-    converted: dict[str, Any] = {
-        name: tuple(value) if isinstance(value, list) else value for name, value in values.items()
-    }
+    converted: dict[str, Any] = {name: _field_value(fields[name], value) for name, value in values.items()}
     return config_type(**converted)
+
+
+def _field_value(spec: dataclasses.Field[Any], value: Any) -> Any:
+    """Lists become tuples; a mapping for a nested config section becomes that section."""
+    if isinstance(value, list):
+        return tuple(value)
+    factory = spec.default_factory
+    if isinstance(value, Mapping) and factory is not dataclasses.MISSING:
+        section = factory()
+        if dataclasses.is_dataclass(section) and not isinstance(section, type):
+            return from_mapping(type(section), value)
+    return value
 
 
 def to_mapping(config: ModelConfig) -> dict[str, Any]:

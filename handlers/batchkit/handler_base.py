@@ -25,9 +25,9 @@ from batchkit.binary_tensors import BINARY_CONTENT_TYPE, HEADER_LENGTH, BinaryBo
 from batchkit.config import ConfigT, from_mapping
 from batchkit.errors import error_for_exception
 from batchkit.flatten import flatten, regroup
-from batchkit.loader import ServedModel, worker_precision
+from batchkit.loader import ServedModel
 from batchkit.metrics import BatchReport, emit
-from batchkit.precision import PrecisionChoice, require_cuda
+from batchkit.precision import require_cuda
 from batchkit.protocols import ErrorReply, InputSchema, Protocol, compose_response, error_body, parse_request
 from batchkit.worker import configure_threads, select_device
 
@@ -57,7 +57,6 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         self.labels: list[str] = []
         self.top_k = 0
         self.last_report: BatchReport | None = None
-        self.precision = PrecisionChoice("fp32", "not chosen yet")
 
     # ---- TorchServe entry points -------------------------------------------------
     def initialize(self, context: Any) -> None:
@@ -71,7 +70,6 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         configure_threads(self.config.torch_threads)
         self.device = select_device(properties)
         require_cuda(self.device)
-        self.precision = worker_precision(self.config, self.device)
         self.labels = json.loads((self.model_dir / self.config.labels_file).read_text())
         self.top_k = min(self.config.top_k, len(self.labels))
         self.load()

@@ -4,10 +4,11 @@ The archive always carries the fp32 TorchScript model (``model.pt``) and may car
 AOTInductor packages compiled at build time for one device and precision
 (``model.<device>-<precision>.pt2``). The build's gates on held-out data are the one
 accuracy authority: they decide which candidates may be served, record each one's outputs
-on fixed check inputs and, per package, which runtime ``auto`` serves (timed once, at
-build). A worker only checks that what it loaded reproduces its *own* recorded outputs,
-which proves it loaded and computes what was gated. So every worker of a machine makes
-the same decision, and says it in one log line.
+on fixed check inputs and time each one on the build CPU. ``batchkit.planner`` orders the
+candidates; a worker only checks that what it loaded reproduces its *own* recorded
+outputs, which proves it loaded and computes what was gated. So every worker of a machine
+makes the same decision, and says it in one log line and in its describe call, from the
+same structured reasons.
 """
 
 from __future__ import annotations
@@ -18,22 +19,16 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from batchkit.candidates import ServingCandidate
 from batchkit.config import ModelConfig
-from batchkit.precision import (
-    DTYPES,
-    INT8_MIN_SPEEDUP,
-    NATIVE_BF16_FLAGS,
-    PrecisionChoice,
-    choose_precision,
-    cpu_flags,
-    int8_fallback,
-)
+from batchkit.planner import Host, Plan, Reason, plan
+from batchkit.precision import DTYPES, PRECISION_ENV, cpu_flags, cpu_model_name
 from batchkit.tolerance import probabilities_disagree, tolerance
 from batchkit.worker import load_torchscript
 
@@ -42,28 +37,18 @@ logger = logging.getLogger(__name__)
 INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 
 
-def compiled_file_name(device_type: str, precision: str) -> str:
-    """The one name of a compiled package in an archive."""
-    return f"model.{device_type}-{precision}.pt2"
-
-
-def int8_ready(compiled_models: Sequence[str], int8_speedup: float) -> bool:
-    """Whether ``auto`` may take int8: the archive's int8 package passed its gates and beat
-    the other candidates by ``INT8_MIN_SPEEDUP`` on the build machine."""
-    return compiled_file_name("cpu", "int8") in compiled_models and int8_speedup > INT8_MIN_SPEEDUP
-
-
-def worker_precision(config: ModelConfig, device: torch.device) -> PrecisionChoice:
-    """The precision a worker of this archive computes in on ``device``: the one rule the
-    handler, ``make doctor`` and the tests share (int8 only where the build gated it and
-    timed it faster)."""
-    ready = int8_ready(config.compiled_models, config.int8_speedup)
-    return choose_precision(config.precision, device, int8_ready=ready)
-
-
-def candidate_name(runtime: str, device_type: str, precision: str) -> str:
-    """How the build names a way of serving: ``aoti-cpu-bf16``, ``torchscript-fp32``."""
-    return f"aoti-{device_type}-{precision}" if runtime == "aoti" else f"torchscript-{precision}"
+def host_here(model_dir: Path, device: torch.device, max_batch_size: int) -> Host:
+    """This machine and worker as the planner sees them (the one place a worker reads its
+    CPU, its archive's files and ``TSBATCH_PRECISION`` for the plan)."""
+    return Host(
+        device_type=device.type,
+        flags=frozenset(cpu_flags()),
+        cpu_model=cpu_model_name(),
+        batch_size=max_batch_size,
+        files=frozenset(path.name for path in model_dir.iterdir()) if model_dir.is_dir() else frozenset(),
+        cuda_bf16=device.type == "cuda" and torch.cuda.is_bf16_supported(),
+        precision_setting=os.environ.get(PRECISION_ENV, ""),
+    )
 
 
 @dataclass
@@ -79,8 +64,8 @@ class ServedModel:
     # inputs than batchSize; it runs in slices no larger than the sizes the package was
     # exported for and the worker warmed up.
     max_batch: int = 0
-    # Why the worker serves this (precision and runtime reasons, candidates passed over).
-    reasons: list[str] = field(default_factory=list)
+    # Why the worker serves this: the plan's reasons, then candidates passed over at load.
+    reasons: list[Reason] = field(default_factory=list)
 
     def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
         size = self.max_batch
@@ -112,18 +97,8 @@ class ServedModel:
             "precision": self.precision,
             "file": self.source,
             "load_seconds": round(self.load_seconds, 3),
-            "why": self.reasons,
+            "why": [asdict(reason) for reason in self.reasons],
         }
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One way this worker may serve: tried in order, the first that reproduces wins."""
-
-    name: str
-    runtime: str
-    precision: str
-    file: str
 
 
 def persistent_inductor_cache() -> str:
@@ -174,12 +149,6 @@ def package_mismatch(built_on: dict[str, str], here: dict[str, str]) -> str | No
     return f"compiled for other hardware ({shown})"
 
 
-def missing_cpu_flags(config: ModelConfig, flags: set[str] | None = None) -> list[str]:
-    """The build CPU's compiled-code features this CPU lacks (empty: its packages may run)."""
-    flags = cpu_flags() if flags is None else flags
-    return [flag for flag in config.compiled_cpu_flags if flag not in flags]
-
-
 def load_compiled(path: Path, device: torch.device, precision: str) -> ServedModel:
     """Load an AOTInductor package (raises when it cannot load here or was built for
     other hardware)."""
@@ -194,75 +163,23 @@ def load_compiled(path: Path, device: torch.device, precision: str) -> ServedMod
     return ServedModel(package, "aoti", precision, path.name, time.perf_counter() - started)
 
 
-def compiled_skip_reason(
-    config: ModelConfig, model_dir: Path, target: str, max_batch_size: int, missing_flags: Sequence[str]
-) -> str | None:
-    """Why this worker does not try the package for ``target`` ("cpu-bf16"), or None;
-    ``missing_flags`` are the build CPU's features this CPU lacks."""
-    name = compiled_file_name(*target.split("-"))
-    if config.runtime == "torchscript":
-        return "runtime set to torchscript"
-    if name not in config.compiled_models:
-        return f"the archive has no {name} that passed the build gates"
-    if not (model_dir / name).is_file():
-        return f"{name} is listed but missing from the archive"
-    if max_batch_size > config.compiled_max_batch_size:
-        return f"batch size {max_batch_size} exceeds the {config.compiled_max_batch_size} {name} was exported for"
-    if missing_flags:
-        return f"{name} was compiled on a CPU with {', '.join(missing_flags)}, which this CPU lacks"
-    if config.runtime == "auto" and config.auto_runtime.get(target, "aoti") != "aoti":
-        return f"runtime auto: the build timed TorchScript faster than {name} (build_info.json)"
-    return None
-
-
-def plan_candidates(
-    config: ModelConfig,
-    model_dir: Path,
-    device_type: str,
-    precision: str,
-    max_batch_size: int,
-    flags: set[str] | None = None,
-) -> tuple[list[Candidate], list[str]]:
-    """The candidates to try, best first (fp32 TorchScript always last), and why the others
-    are not tried. Pure: the same archive, CPU flags and batch size give the same plan."""
-    candidates, skipped = [], []
-    missing = missing_cpu_flags(config, flags) if device_type == "cpu" else []
-    problem = compiled_skip_reason(config, model_dir, f"{device_type}-{precision}", max_batch_size, missing)
-    if problem is None:
-        name = candidate_name("aoti", device_type, precision)
-        candidates.append(Candidate(name, "aoti", precision, compiled_file_name(device_type, precision)))
-    elif config.compiled_models or config.runtime == "aoti":
-        skipped.append(problem)
-    if precision == "int8":
-        # int8 has no TorchScript form: the next precision down, bf16 where native.
-        precision = int8_fallback(None if flags is None else bool(flags & set(NATIVE_BF16_FLAGS)))
-        skipped.append(f"int8 has no TorchScript form: TorchScript at {precision} next")
-    if precision != "fp32":
-        name = candidate_name("torchscript", device_type, precision)
-        if name in config.failed_gates:
-            skipped.append(f"{name} failed the build gates")
-        elif name not in config.check_outputs:
-            skipped.append(f"{name} was not gated by the build")
-        else:
-            candidates.append(Candidate(name, "torchscript", precision, config.model_file))
-    candidates.append(Candidate("torchscript-fp32", "torchscript", "fp32", config.model_file))
-    return candidates, skipped
-
-
-def unchecked_reason(config: ModelConfig, candidate: Candidate, device_type: str) -> str | None:
+def unchecked_reason(config: ModelConfig, candidate: ServingCandidate, device_type: str) -> Reason | None:
     """Why this worker serves ``candidate`` without comparing it to a record, or None.
 
     TorchScript candidates are recorded on the CPU: on a GPU other kernels (TF32
     convolutions among them) round differently, so there they are served unchecked."""
     if candidate.runtime == "torchscript" and device_type != "cpu":
-        return f"{candidate.name} was recorded on the CPU: not checked on {device_type}"
+        return Reason("unchecked", f"{candidate.name} was recorded on the CPU: not checked on {device_type}")
     if candidate.name not in config.check_outputs:
-        return "no recorded check outputs in this archive: not checked"
+        return Reason("unchecked", "no recorded check outputs in this archive: not checked")
     return None
 
 
 def reproduction_problem(
-    served: ServedModel, config: ModelConfig, candidate: Candidate, check_inputs: Sequence[torch.Tensor]
+    served: ServedModel,
+    config: ModelConfig,
+    candidate: ServingCandidate,
+    check_inputs: Sequence[torch.Tensor],
 ) -> str | None:
     """Why ``served`` does not reproduce the outputs the build recorded for ``candidate``."""
     device_type = check_inputs[0].device.type
@@ -276,7 +193,7 @@ def reproduction_problem(
 
 
 def load_candidate(
-    candidate: Candidate,
+    candidate: ServingCandidate,
     config: ModelConfig,
     model_dir: Path,
     device: torch.device,
@@ -285,17 +202,17 @@ def load_candidate(
 ) -> ServedModel:
     """Load one candidate (raises when it cannot load here)."""
     if candidate.runtime == "aoti":
-        return load_compiled(model_dir / candidate.file, device, candidate.precision)
+        return load_compiled(model_dir / candidate.file_name, device, candidate.precision)
     started = time.perf_counter()
     module = load_torchscript(
-        model_dir / candidate.file,
+        model_dir / config.model_file,
         device,
         optimize=optimize and candidate.precision == "fp32",
         check_input=check_inputs[0] if len(check_inputs) == 1 else None,
         atol=tolerance("fp32"),
     )
     return ServedModel(
-        module, "torchscript", candidate.precision, candidate.file, time.perf_counter() - started
+        module, "torchscript", candidate.precision, config.model_file, time.perf_counter() - started
     )
 
 
@@ -308,20 +225,20 @@ def load_served_model(
     config: ModelConfig,
     model_dir: Path,
     device: torch.device,
-    choice: PrecisionChoice,
     max_batch_size: int,
     check_inputs: Sequence[torch.Tensor],
     optimize: bool = False,
+    host: Host | None = None,
 ) -> ServedModel:
     """The first planned candidate that loads here and reproduces its build record.
 
     ``check_inputs`` must be the archive's fixed check inputs (``batchkit.images.check_images``,
-    ``batchkit.text.check_tokens``): the build recorded its outputs on those."""
-    candidates, passed_over = plan_candidates(
-        config, model_dir, device.type, choice.precision, max_batch_size
-    )
+    ``batchkit.text.check_tokens``): the build recorded its outputs on those. ``host``
+    defaults to this machine (:func:`host_here`)."""
+    planned: Plan = plan(config, host or host_here(model_dir, device, max_batch_size))
+    reasons = list(planned.reasons)
     inputs = [x.to(device) for x in check_inputs]
-    for candidate in candidates:
+    for candidate in planned.candidates:
         try:
             served = load_candidate(candidate, config, model_dir, device, inputs, optimize)
             served.max_batch = max_batch_size
@@ -329,12 +246,10 @@ def load_served_model(
         except Exception as exc:  # another ISA, no compiler, no CUDA: the next candidate serves
             problem = f"did not load: {type(exc).__name__}: {exc}"
         if problem is None:
-            served.reasons = [f"precision {choice.precision}: {choice.reason}", *passed_over]
             unchecked = unchecked_reason(config, candidate, device.type)
-            if unchecked is not None:
-                served.reasons.append(unchecked)
-            logger.info("serving %s; why: %s", served.describe(), "; ".join(served.reasons))
+            served.reasons = reasons + ([unchecked] if unchecked is not None else [])
+            logger.info("serving %s; why: %s", served.describe(), "; ".join(map(str, served.reasons)))
             return served
         logger.warning("not serving %s: %s", candidate.name, problem)
-        passed_over.append(f"{candidate.name} {problem}")
-    raise ArchiveMismatchError(f"no candidate reproduces the build's record: {'; '.join(passed_over)}")
+        reasons.append(Reason("not-served", f"{candidate.name} {problem}"))
+    raise ArchiveMismatchError(f"no candidate reproduces the build's record: {'; '.join(map(str, reasons))}")

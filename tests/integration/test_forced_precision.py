@@ -41,7 +41,13 @@ def tiny_image_build(build: Path, tiny_gated_build: tuple[Path, dict]) -> None:
     out.mkdir(parents=True)
     for name in ("model.pt", PACKAGE):
         shutil.copy2(source / name, out / name)
-    handler = {**tiny_image_handler(), **fields, "model_name": "resnet18", "precision": PRECISION}
+    handler = {
+        **tiny_image_handler(),
+        **fields,
+        "model_name": "resnet18",
+        "precision": PRECISION,
+        "runtime": "aoti",
+    }
     handler["compiled_models"] = [PACKAGE]
     handler.pop("torch_threads")
     artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, handler)
@@ -63,6 +69,7 @@ def tiny_intent_build(build: Path, base_model: Path, data: Path) -> None:
             "enforce_gates": False,  # one epoch of a random model: the path is under test, not accuracy
         },
         precision=PRECISION,
+        runtime="aoti",  # the package path is under test, whichever runtime the build timed faster
     ).entry_as(TextModel)
     export_intent(spec, settings, spec.artifact_dir)
 
@@ -119,7 +126,8 @@ def test_both_workers_serve_the_forced_bf16_package(forced_server: TorchServe) -
     for model in MODELS:
         decision = served_decision(forced_server, model)
         assert (decision["runtime"], decision["precision"], decision["file"]) == ("aoti", PRECISION, PACKAGE)
-        assert decision["why"][0].startswith(f"precision {PRECISION}: set explicitly")
+        code, detail = decision["why"][0]["code"], decision["why"][0]["detail"]
+        assert code == "precision-set" and detail.startswith(f"{PRECISION} set in the archive")
 
 
 @pytest.mark.parametrize(

@@ -9,16 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-from batchkit.precision import choose_precision
+from batchkit.candidates import ServingCandidate
+from tsbatch.archive.compiled import host_targets
 from tsbatch.paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
 
 def test_gpu_check_runs_every_step_and_ends_with_one_table(model_store: Path, tmp_path: Path) -> None:
-    precision = choose_precision("auto", torch.device("cpu")).precision  # what this CPU's archive serves
+    precision = ServingCandidate.parse(host_targets()[0]).precision  # what this CPU's build compiles
     env = {
         **os.environ,
         "PYTHON": sys.executable,

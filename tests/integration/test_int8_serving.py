@@ -95,5 +95,5 @@ def test_the_forced_int8_package_serves_and_answers_as_in_process(
         assert best["probability"] == pytest.approx(float(probabilities.max()), abs=1e-4)
 
     log = (int8_server.run_dir / "logs" / "model_log.log").read_text()
-    assert "precision int8: set explicitly" in log
+    assert "why: precision-set: int8 set in the archive" in log
     assert "serving aoti int8 from model.cpu-int8.pt2" in log

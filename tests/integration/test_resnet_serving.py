@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 import requests
-import torch
 from PIL import Image
 from sklearn.datasets import load_digits
 
+from batchkit.candidates import ServingCandidate
 from batchkit.config import ImageModelConfig, from_mapping
-from batchkit.loader import plan_candidates, worker_precision
 from tests.fakes import bomb_png
 from tests.integration.support import served_tolerance
 from tsbatch.archive import artifacts
+from tsbatch.archive.compiled import host_targets
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import private_store
-from tsbatch.archive.variants import Variant, variant_spec
+from tsbatch.archive.variants import default_variant, variant_spec
 from tsbatch.config.properties import update_model_settings
 from tsbatch.server.daemon import start as serve_start
 from tsbatch.server.daemon import stop as serve_stop
@@ -136,12 +136,7 @@ def slow_batching_server(start_server, tmp_path_factory) -> TorchServe:
     archive's compiled package (runtime pinned to aoti, as `make tune --variant` does)."""
     work = tmp_path_factory.mktemp("mixed")
     repo = load_manifest()
-    handler = from_mapping(
-        ImageModelConfig,
-        artifacts.read_json(repo.model(MODEL).artifact_dir / artifacts.HANDLER_CONFIG_FILE),
-    )
-    precision = worker_precision(handler, torch.device("cpu")).precision
-    spec = variant_spec(repo.model(MODEL), work, Variant("aoti", precision))
+    spec = variant_spec(repo.model(MODEL), work, ServingCandidate.parse(host_targets()[0]))
     pinned = Manifest(models={MODEL: spec}, build_dir=spec.build_dir, model_store=repo.model_store)
     properties, store = private_store(
         work, [MODEL], {MODEL: {"batchSize": 8, "maxBatchDelay": 400}}, manifest=pinned
@@ -222,21 +217,22 @@ def test_each_worker_serves_what_the_build_decided_for_this_machine(
         ImageModelConfig,
         artifacts.read_json(load_manifest().model(MODEL).artifact_dir / artifacts.HANDLER_CONFIG_FILE),
     )
-    precision = worker_precision(handler, torch.device("cpu")).precision
-    assert f"model.cpu-{precision}.pt2" in handler.compiled_models, "the build compiles the host's target"
+    package = ServingCandidate.parse(host_targets()[0])
+    assert package.file_name in handler.compiled_models, "the build compiles the host's target"
     model_dir = load_manifest().model(MODEL).artifact_dir
-    (first, *_), _ = plan_candidates(handler, model_dir, "cpu", precision, 8)
+    first = default_variant(model_dir, 8)
     decision = served_decision(default_server, MODEL)
+    file = first.file_name if first.runtime == "aoti" else handler.model_file
     assert (decision["runtime"], decision["precision"], decision["file"]) == (
         first.runtime,
         first.precision,
-        first.file,
+        file,
     )
-    assert decision["why"][0].startswith(f"precision {precision}: ")
+    assert decision["why"][0]["code"] in ("measured", "other-cpu", "no-timings")
     default_log = (default_server.run_dir / "logs" / "model_log.log").read_text(errors="replace")
-    assert f"serving {first.runtime} {first.precision} from {first.file} (cold load" in default_log
+    assert f"serving {first.label} from {file} (cold load" in default_log
     pinned = served_decision(slow_batching_server, MODEL)
-    assert (pinned["runtime"], pinned["file"]) == ("aoti", f"model.cpu-{precision}.pt2")
+    assert (pinned["runtime"], pinned["file"]) == ("aoti", package.file_name)
     assert worker_rss_mb(default_server, MODEL) and all(
         size > 100 for size in worker_rss_mb(default_server, MODEL)
     )

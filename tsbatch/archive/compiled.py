@@ -8,11 +8,15 @@ build host itself would serve (``targets: host``): fp32 on a CPU without native 
 on one with it, and the GPU's choice where CUDA works. A CUDA package is built on a GPU
 host (``scripts/gpu_check.sh`` or ``tsbatch archive`` there). On a CPU with VNNI or
 AMX-int8 the host also gets ``cpu-int8``, quantized by ``tsbatch.archive.int8`` instead.
+The host's choice is its hardware's (``batchkit.precision.flag_precision``), never a
+worker's ``TSBATCH_PRECISION`` left in the shell. Every gated CPU candidate is then timed
+(``timings_ms``): ``auto`` serves the fastest on a CPU of the same model.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,29 +24,24 @@ from typing import Any
 
 import torch
 
-from batchkit.loader import ServedModel, candidate_name, compiled_file_name, load_compiled
+from batchkit.candidates import BASELINE, ServingCandidate
+from batchkit.config import BuildTimings
+from batchkit.loader import ServedModel, load_compiled
 from batchkit.precision import (
     DTYPES,
-    choose_precision,
     compiled_code_flags,
-    cpu_model_name,
+    cpu_flags,
     cuda_problem,
+    flag_precision,
     native_cpu_int8,
 )
 from batchkit.worker import optimize_for_serving
 from tsbatch.archive.aoti import export_and_compile
 from tsbatch.archive.gates import Batch, GateResult, Scorer, batch_independence, judge, probabilities
-from tsbatch.archive.int8.candidate import Int8Plan, gate_limits, int8_timing, quantized_ops_problem
+from tsbatch.archive.int8.candidate import Int8Plan, gate_limits, quantized_ops_problem
 from tsbatch.archive.int8.quantize import compile_int8
 from tsbatch.archive.schema import Compile
-from tsbatch.archive.timing import batch_ms
-
-# At fp32, ``auto`` serves a package only when the build timed it this much faster than
-# TorchScript as a worker serves it: a smaller lead is within run-to-run noise, and
-# TorchScript is the artifact users asked for.
-AUTO_MARGIN = 0.1
-# Threads the timing runs on: what one worker gets by default (config.properties).
-TIMING_THREADS = 1
+from tsbatch.archive.timing import TIMING_THREADS, time_candidates
 
 
 @dataclass(frozen=True)
@@ -79,8 +78,8 @@ class GateOutcome:
     compiled_models: list[str] = field(default_factory=list)
     compile_figures: dict[str, dict[str, Any]] = field(default_factory=dict)
     check_outputs: dict[str, list[list[float]]] = field(default_factory=dict)
-    auto_runtime: dict[str, str] = field(default_factory=dict)
-    int8: dict[str, Any] = field(default_factory=dict)  # calibration, build-time timing
+    timings: BuildTimings = field(default_factory=BuildTimings)
+    int8: dict[str, Any] = field(default_factory=dict)  # its calibration
     reference_figures: dict[str, float] = field(default_factory=dict)  # fp32 TorchScript's scores
     skipped: dict[str, str] = field(default_factory=dict)  # target -> why no package was built
 
@@ -104,9 +103,8 @@ class GateOutcome:
             "compiled_max_batch_size": self.max_batch_size if self.compiled_models else 0,
             "failed_gates": self.failed,
             "check_outputs": self.servable_check_outputs(),
-            "auto_runtime": self.auto_runtime,
             "compiled_cpu_flags": compiled_code_flags() if self.compiled_models else [],
-            "int8_speedup": float(self.int8.get("timing", {}).get("speedup", 0.0)),
+            "timings_ms": dataclasses.asdict(self.timings),
         }
 
     def build_info(self) -> dict[str, Any]:
@@ -122,17 +120,22 @@ class GateOutcome:
             "compiled": self.compile_figures,
             "int8": self.int8,
             "skipped_targets": self.skipped,
+            "timings_ms": dataclasses.asdict(self.timings),
         }
 
 
-def host_targets() -> list[str]:
-    """What this build machine would serve: its CPU's automatic precision, and its GPU's."""
-    targets = [f"cpu-{choose_precision('auto', torch.device('cpu')).precision}"]
+def host_targets(flags: set[str] | None = None) -> list[str]:
+    """What this build machine would serve by its hardware (``flags``: this CPU's): its
+    CPU's flag-rule precision, its GPU's, and int8 where the CPU has int8 dot products.
+    No environment variable is read: a worker's override must not change the build."""
+    flags = cpu_flags() if flags is None else flags
+    targets = [ServingCandidate("aoti", "cpu", flag_precision("cpu", flags)[0])]
     if cuda_problem() is None:
-        targets.append(f"cuda-{choose_precision('auto', torch.device('cuda')).precision}")
-    if native_cpu_int8() and "cpu-int8" not in targets:
-        targets.append("cpu-int8")
-    return targets
+        gpu_precision = flag_precision("cuda", flags, torch.cuda.is_bf16_supported())[0]
+        targets.append(ServingCandidate("aoti", "cuda", gpu_precision))
+    if native_cpu_int8(flags):
+        targets.append(ServingCandidate("aoti", "cpu", "int8"))
+    return list(dict.fromkeys(target.target for target in targets))
 
 
 def compile_settings(section: Compile) -> CompileSettings:
@@ -141,7 +144,9 @@ def compile_settings(section: Compile) -> CompileSettings:
     precisions: Sequence[str] = section.torchscript_precisions
     if precisions == "host":
         precisions = [
-            target.split("-")[1] for target in host_targets() if target.endswith(("-bf16", "-fp16"))
+            precision
+            for precision in (ServingCandidate.parse(target).precision for target in host_targets())
+            if precision in ("bf16", "fp16")
         ]
         if cuda_problem() is None:
             precisions.append("fp16")  # what a GPU without bf16, or a user's pin, serves
@@ -161,8 +166,8 @@ def compile_package(
     path: Path,
 ) -> dict[str, float]:
     """Export ``model`` at the target's device and precision and compile it into ``path``."""
-    device_type, precision = target.split("-")
-    dtype = DTYPES[precision]
+    package = ServingCandidate.parse(target)
+    device_type, dtype = package.device, DTYPES[package.precision]
     prepared = copy.deepcopy(model).eval().to(device=device_type, dtype=dtype)
     inputs = tuple(x.to(device_type, dtype) if x.is_floating_point() else x.to(device_type) for x in example)
     figures = export_and_compile(prepared, inputs, dynamic_shapes, path)
@@ -177,30 +182,6 @@ def check_record(forward: Callable[..., torch.Tensor], check: Batch) -> list[lis
     return [[round(float(value), 7) for value in row] for row in probs]
 
 
-def time_runtimes(compiled: ServedModel, torchscript: ServedModel, batch: Batch) -> dict[str, Any]:
-    """Time a fp32 package against TorchScript as a worker runs them, once, at build: the
-    runtime ``auto`` serves, with the figures that decided it."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(TIMING_THREADS)
-    try:
-        compiled_ms, torchscript_ms = batch_ms(compiled, batch), batch_ms(torchscript, batch)
-    finally:
-        torch.set_num_threads(threads)
-    runtime = "aoti" if compiled_ms <= torchscript_ms * (1 - AUTO_MARGIN) else "torchscript"
-    print(
-        f"[export] runtime auto: {compiled.source} {compiled_ms:.1f} ms, TorchScript {torchscript_ms:.1f} ms "
-        f"per batch of {len(batch[0])} on {TIMING_THREADS} thread -> {runtime}"
-    )
-    return {
-        "auto_runtime": runtime,
-        "timed_ms": {"aoti": round(compiled_ms, 2), "torchscript": round(torchscript_ms, 2)},
-        "timed_batch": len(batch[0]),
-        "timed_threads": TIMING_THREADS,
-        "timed_cpu": cpu_model_name(),
-        "margin": AUTO_MARGIN,
-    }
-
-
 def build_and_gate(
     eager: torch.nn.Module | None,
     torchscript: torch.jit.ScriptModule,
@@ -213,7 +194,7 @@ def build_and_gate(
     candidates against fp32 TorchScript on held-out batches; drop the packages that fail.
 
     Every candidate's outputs on the check inputs are recorded (the worker's load check),
-    and each fp32 package is timed against TorchScript (the worker's ``auto`` runtime).
+    and every CPU candidate a worker may serve is timed (``auto``'s measurement).
     ``int8`` says how a ``cpu-int8`` target is quantized (default: dynamic linear layers).
     A target that cannot be built from this model (no eager model, an operator export or
     quantization does not take) is skipped with its reason: TorchScript serves regardless."""
@@ -226,43 +207,46 @@ def build_and_gate(
     singles = data.singles
     if singles is None:
         singles = [tuple(x[i : i + 1] for x in full_batch) for i in range(len(full_batch[0]))]
-    fp32 = ServedModel(torchscript, "torchscript", "fp32", "model.pt", 0.0)
-    outcome.check_outputs["torchscript-fp32"] = check_record(fp32, data.check)
-    candidates: list[tuple[str, ServedModel]] = []
+    fp32 = ServedModel(torchscript, "torchscript", "fp32", BASELINE.file_name, 0.0)
+    outcome.check_outputs[BASELINE.name] = check_record(fp32, data.check)
+    candidates: list[tuple[ServingCandidate, ServedModel]] = []
     for precision in settings.torchscript_precisions:
-        served = ServedModel(torchscript, "torchscript", precision, "model.pt", 0.0)
-        candidates.append((candidate_name("torchscript", "cpu", precision), served))
+        served = ServedModel(torchscript, "torchscript", precision, BASELINE.file_name, 0.0)
+        candidates.append((ServingCandidate("torchscript", "cpu", precision), served))
     for target in settings.targets:
-        device_type, precision = target.split("-")
-        path = out / compiled_file_name(device_type, precision)
+        package = ServingCandidate.parse(target)
+        path = out / package.file_name
         if eager is None:
             outcome.skip(target, "a TorchScript model cannot be exported to .pt2")
             continue
         try:
-            if precision == "int8":
+            if package.precision == "int8":
                 plan = int8 or Int8Plan()
                 outcome.int8["calibration"] = plan.source
                 figures = compile_int8(eager, full_batch, data.dynamic_shapes, path, plan.calibration)
             else:
                 figures = compile_package(eager, full_batch, data.dynamic_shapes, target, path)
-            compiled = load_compiled(path, torch.device(device_type), precision)
+            compiled = load_compiled(path, torch.device(package.device), package.precision)
         except Exception as exc:
             first_line = (str(exc).strip().splitlines() or [""])[0][:300]
             outcome.skip(target, f"{type(exc).__name__}: {first_line}")
             path.unlink(missing_ok=True)
             continue
         outcome.compile_figures[target] = figures
-        candidates.append((candidate_name("aoti", device_type, precision), compiled))
-    for name, served in candidates:
-        device = "cuda" if name.startswith("aoti-cuda") else "cpu"
+        candidates.append((package, compiled))
+    serving = optimize_for_serving(torchscript) if data.optimize else torchscript
+    timed: dict[str, ServedModel] = {
+        BASELINE.name: ServedModel(serving, "torchscript", "fp32", BASELINE.file_name, 0.0)
+    }
+    for candidate, served in candidates:
 
         def forward(
-            *inputs: torch.Tensor, served: ServedModel = served, device: str = device
+            *inputs: torch.Tensor, served: ServedModel = served, device: str = candidate.device
         ) -> torch.Tensor:
             return served(*(x.to(device) for x in inputs)).cpu()
 
         result = judge(
-            name,
+            candidate.name,
             served.precision,
             reference,
             probabilities(forward, data.batches),
@@ -272,25 +256,20 @@ def build_and_gate(
             expected=outcome.reference_figures,
         )
         if served.precision == "int8":
-            problem = quantized_ops_problem(outcome.compile_figures[name.removeprefix("aoti-")])
+            problem = quantized_ops_problem(outcome.compile_figures[candidate.target])
             result.failures.extend([problem] if problem else [])
         print(f"[export] gate {result.summary()}")
         outcome.results.append(result)
-        outcome.check_outputs[name] = check_record(forward, data.check)
-        if served.runtime != "aoti":
-            continue
-        if result.passed or not settings.enforce_gates:
+        outcome.check_outputs[candidate.name] = check_record(forward, data.check)
+        servable = result.passed or not settings.enforce_gates
+        if servable and candidate.device == "cpu":
+            timed[candidate.name] = served
+        if candidate.runtime == "aoti" and servable:
             outcome.compiled_models.append(served.source)
-            if served.precision == "fp32" and device == "cpu":
-                serving = optimize_for_serving(torchscript) if data.optimize else torchscript
-                timing = time_runtimes(
-                    served, ServedModel(serving, "torchscript", "fp32", "model.pt", 0.0), full_batch
-                )
-                outcome.compile_figures[f"{device}-fp32"].update(timing)
-                outcome.auto_runtime[f"{device}-fp32"] = timing["auto_runtime"]
-        else:
+        elif candidate.runtime == "aoti":
             (out / served.source).unlink()
-    if compiled_file_name("cpu", "int8") in outcome.compiled_models:
-        passed = {result.candidate for result in outcome.results if result.passed}
-        outcome.int8["timing"] = int8_timing(candidates, passed, torchscript, full_batch)
+    outcome.timings = time_candidates(timed, full_batch)
+    print(
+        f"[export] timed per batch of {outcome.timings.batch_size} on {TIMING_THREADS} thread(s): {outcome.timings.ms}"
+    )
     return outcome

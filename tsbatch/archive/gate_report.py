@@ -1,6 +1,6 @@
 """The build report's section on serving candidates: every runtime x precision the build
-gated, its figures beside fp32 TorchScript's, its verdict, and int8's calibration and
-timing. Both models' exports write it into their ``report.md``, so what decides what a
+gated, its figures beside fp32 TorchScript's, its verdict, int8's calibration and every
+candidate's build timing (what ``auto`` serves by on a CPU of the same model). Both models' exports write it into their ``report.md``, so what decides what a
 worker may serve is read in one place, not only in the build log."""
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ def gates_section(outcome: GateOutcome) -> str:
     if outcome.skipped:
         lines += ["", "Not built: " + "; ".join(f"{t} ({why})" for t, why in outcome.skipped.items()) + "."]
     if outcome.int8:
-        timing = outcome.int8.get("timing", {})
         lines += ["", f"int8 quantization: {outcome.int8.get('calibration', 'not built')}."]
-        if timing:
-            lines.append(
-                f"int8 timing on the build CPU: {timing['int8_ms']} ms per batch of {timing['batch_size']} "
-                f"against {timing['fastest_rival']} {timing['rivals_ms'].get(timing['fastest_rival'])} ms "
-                f"(speedup {timing['speedup']}; `auto` takes int8 only above its minimum)."
-            )
+    timings = outcome.timings
+    if timings.ms:
+        lines += [
+            "",
+            f"Build timings on {timings.cpu_model}, ms per batch of {timings.batch_size}, fastest first:",
+        ]
+        lines += [f"- {name}: {ms:g}" for name, ms in sorted(timings.ms.items(), key=lambda item: item[1])]
     return "\n".join(lines) + "\n"
 
 

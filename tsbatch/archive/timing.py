@@ -1,12 +1,18 @@
-"""How the build times a candidate: the one timing rule behind ``auto``'s runtime choice
-and the int8 speed-up."""
+"""How the build times its candidates: the one timing rule behind ``auto`` (the planner
+serves the fastest gated candidate the build timed on a CPU of the same model)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
+
+from batchkit.config import BuildTimings
+from batchkit.precision import cpu_model_name
+
+# Threads the timing runs on: what one worker gets by default (config.properties).
+TIMING_THREADS = 1
 
 
 def batch_ms(forward: Callable[..., torch.Tensor], batch: tuple[torch.Tensor, ...], runs: int = 5) -> float:
@@ -19,3 +25,17 @@ def batch_ms(forward: Callable[..., torch.Tensor], batch: tuple[torch.Tensor, ..
             if run >= 2:
                 times.append(1000 * (time.perf_counter() - started))
     return min(times)
+
+
+def time_candidates(
+    candidates: Mapping[str, Callable[..., torch.Tensor]], batch: tuple[torch.Tensor, ...]
+) -> BuildTimings:
+    """Each candidate's best time per ``batch`` on ``TIMING_THREADS``, as workers run them,
+    recorded with this CPU's model name (timings say nothing about another model)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(TIMING_THREADS)
+    try:
+        ms = {name: round(batch_ms(forward, batch), 3) for name, forward in candidates.items()}
+    finally:
+        torch.set_num_threads(threads)
+    return BuildTimings(cpu_model=cpu_model_name(), batch_size=len(batch[0]), ms=ms)

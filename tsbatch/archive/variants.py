@@ -1,87 +1,57 @@
-"""Archive variants: the exported files with runtime and precision pinned, and which of
-them this machine can run (the rows of the benchmarks, the candidates of the tuner).
+"""Benchmark rows: the archive's serving candidates this machine can run, and archive
+copies that pin one (the rows of the benchmarks, the candidates of the tuner).
 
-bf16 rows run only where the CPU computes bf16 natively: elsewhere PyTorch emulates it and
-the figure would say nothing about the target hardware, so the row is skipped with that
-reason. AOTInductor rows need the ``.pt2`` the build compiled for this machine. int8 is
-an AOTInductor row only (no TorchScript form), run only on a CPU with VNNI / AMX-int8.
+Every rule comes from ``batchkit.planner``, the one the workers follow: a row is a
+candidate the build gated whose package runs here (CPU flags, export bound), at a
+precision this CPU computes natively (emulated bf16 says nothing about the target
+hardware), and the default row is the planner's first choice, what a worker here serves.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
-from batchkit.loader import compiled_file_name, int8_ready
-from batchkit.precision import choose_precision, native_cpu_bf16, native_cpu_int8
+from batchkit.candidates import ServingCandidate
+from batchkit.config import ModelConfig, from_mapping
+from batchkit.loader import host_here
+from batchkit.planner import Host, Reason, plan, runnable_rows
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec
 
 
-@dataclass(frozen=True)
-class Variant:
-    runtime: str
-    precision: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.runtime} {self.precision}"
-
-
-BASELINE = Variant("torchscript", "fp32")
-
-
-def machine_variants(artifact_dir: Path) -> tuple[list[Variant], list[str]]:
-    """The variants this machine can run (baseline first), and why the others are skipped."""
-    config = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
-    compiled = config.get("compiled_models", [])
-    native_bf16 = native_cpu_bf16()
-    runnable, skipped = [], []
-    for precision in ("fp32", "bf16"):
-        for runtime in ("torchscript", "aoti"):
-            variant = Variant(runtime, precision)
-            if precision == "bf16" and not native_bf16:
-                skipped.append(
-                    f"{variant.label}: no native bf16 on this CPU (no amx_bf16/avx512_bf16): emulated"
-                )
-            elif runtime == "aoti" and compiled_file_name("cpu", precision) not in compiled:
-                skipped.append(
-                    f"{variant.label}: the archive has no gated {compiled_file_name('cpu', precision)}"
-                )
-            elif f"{runtime}-{precision}" in config.get("failed_gates", []):
-                skipped.append(f"{variant.label}: failed the build gates")
-            else:
-                runnable.append(variant)
-    int8 = Variant("aoti", "int8")
-    if not native_cpu_int8():
-        skipped.append(f"{int8.label}: no VNNI/AMX-int8 on this CPU: oneDNN int8 may saturate")
-    elif compiled_file_name("cpu", "int8") not in compiled:
-        skipped.append(f"{int8.label}: the archive has no gated {compiled_file_name('cpu', 'int8')}")
-    else:
-        runnable.append(int8)
-    return runnable, skipped
+def archive_config(artifact_dir: Path) -> ModelConfig:
+    """The serving part of a built model's handler config (the model kind's own keys aside)."""
+    values = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    names = {field.name for field in dataclasses.fields(ModelConfig)}
+    defaults = {
+        "model_name": artifact_dir.name,
+        "model_file": artifacts.MODEL_FILE,
+        "labels_file": artifacts.LABELS_FILE,
+    }
+    return from_mapping(ModelConfig, {**defaults, **{k: v for k, v in values.items() if k in names}})
 
 
-def default_variant(artifact_dir: Path) -> Variant:
-    """The archive's configuration on this machine: its precision as a worker here chooses
-    it, and its runtime setting (``auto``: the worker picks the package or TorchScript)."""
-    config = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
-    packages = config.get("compiled_models", [])
-    ready = int8_ready(packages, config.get("int8_speedup", 0.0))
-    precision = choose_precision(
-        config.get("precision", "auto"), torch.device("cpu"), int8_ready=ready
-    ).precision
-    compiled = compiled_file_name("cpu", precision) in packages
-    runtime = config.get("runtime", "auto") if compiled else "torchscript"
-    return Variant(runtime, precision)
+def machine_variants(
+    artifact_dir: Path, batch_size: int = 1, host: Host | None = None
+) -> tuple[list[ServingCandidate], list[Reason]]:
+    """The rows this machine can run (fp32 TorchScript first), and why the others are not."""
+    host = host or host_here(artifact_dir, torch.device("cpu"), batch_size)
+    return runnable_rows(archive_config(artifact_dir), host)
 
 
-def variant_spec(spec: ModelSpec, work: Path, variant: Variant) -> ModelSpec:
+def default_variant(artifact_dir: Path, batch_size: int = 1, host: Host | None = None) -> ServingCandidate:
+    """What a CPU worker of this archive serves here first: the planner's first choice."""
+    host = host or host_here(artifact_dir, torch.device("cpu"), batch_size)
+    return plan(archive_config(artifact_dir), host).first
+
+
+def variant_spec(spec: ModelSpec, work: Path, variant: ServingCandidate) -> ModelSpec:
     """A copy of the model's build directory whose handler config pins ``variant``."""
-    build_dir = work / f"build-{variant.runtime}-{variant.precision}"
+    build_dir = work / f"build-{variant.name}"
     target = build_dir / spec.name
     if not target.exists():
         shutil.copytree(spec.artifact_dir, target)
@@ -89,4 +59,4 @@ def variant_spec(spec: ModelSpec, work: Path, variant: Variant) -> ModelSpec:
     config = artifacts.read_json(path)
     config.update(runtime=variant.runtime, precision=variant.precision)
     artifacts.write_json(path, config)
-    return replace(spec, build_dir=build_dir)
+    return dataclasses.replace(spec, build_dir=build_dir)

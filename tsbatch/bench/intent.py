@@ -36,10 +36,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from batchkit.candidates import BASELINE, ServingCandidate
+from batchkit.planner import Host, Reason
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest
 from tsbatch.archive.package import archive_settings, private_store
-from tsbatch.archive.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
+from tsbatch.archive.variants import default_variant, machine_variants, variant_spec
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.kinds.text.data import read_csv_examples
 from tsbatch.kinds.text.schema import TextModel
@@ -51,7 +53,8 @@ MODEL = "bert_intent"
 BASELINE_HANDLER = Path(__file__).with_name("baseline_intent_handler.py")
 REPORT_PATH = REPORTS_DIR / "bench_intent.json"
 BASELINE_ROW = "fp32-ts"  # our handler pinned to fp32 TorchScript
-PINNED = {BASELINE_ROW: BASELINE, "bf16": Variant("auto", "bf16"), "int8": Variant("aoti", "int8")}
+# Rows pinned to a precision: each serves the planner's best candidate at it on this machine.
+PINNED = {BASELINE_ROW: "fp32", "bf16": "bf16", "int8": "int8"}
 
 
 @dataclass
@@ -156,19 +159,25 @@ def print_table(results: list[RunResult]) -> None:
         )
 
 
-def runnable_rows(names: list[str], spec: ModelSpec) -> tuple[list[str], dict[str, str]]:
-    """The asked-for rows this machine can run, and why each pinned variant it cannot is skipped."""
-    runnable, skipped = machine_variants(spec.artifact_dir)
-    kept = []
-    passed_over = {}
+def runnable_rows(
+    names: list[str], spec: ModelSpec, host: Host | None = None
+) -> tuple[dict[str, ServingCandidate | None], dict[str, list[Reason]]]:
+    """The asked-for rows this machine can run, each pinned row with its candidate (the
+    baseline: fp32 TorchScript; others: the planner's first row at that precision), and
+    the pinned rows it cannot, with the planner's reasons (``host``: this machine's)."""
+    runnable, skipped = machine_variants(spec.artifact_dir, host=host)
+    kept: dict[str, ServingCandidate | None] = {}
+    missing: dict[str, list[Reason]] = {}
     for name in names:
-        variant = PINNED.get(name)
-        if variant is None or variant == BASELINE or any(v.precision == variant.precision for v in runnable):
-            kept.append(name)
+        precision = PINNED.get(name)
+        rows = [BASELINE] if precision == "fp32" else [row for row in runnable if row.precision == precision]
+        if precision is None or rows:
+            kept[name] = rows[0] if precision else None
         else:
-            reasons = [reason for reason in skipped if reason.split(":")[0].endswith(variant.precision)]
-            passed_over[name] = "; ".join(reasons) or "not runnable here"
-    return kept, passed_over
+            missing[name] = [reason for reason in skipped if reason.candidate.endswith(precision)] or [
+                Reason("not-built", f"the archive has no {precision} candidate")
+            ]
+    return kept, missing
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,11 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.clients} clients, {args.warmup:.0f}s warm-up + {args.duration:.0f}s measured per run"
     )
     handlers = {"ours": spec.handler, **{name: spec.handler for name in PINNED}, "usual": BASELINE_HANDLER}
-    chosen, passed_over = runnable_rows(
-        [name.strip() for name in args.handlers.split(",") if name.strip()], spec
-    )
-    for name, why in passed_over.items():
-        print(f"[bench] {name} skipped: {why}")
+    chosen, missing = runnable_rows([name.strip() for name in args.handlers.split(",") if name.strip()], spec)
+    for name, reasons in missing.items():
+        print(f"[bench] {name} skipped: {'; '.join(map(str, reasons))}")
     results: list[RunResult] = []
     base_settings = archive_settings(args.properties, MODEL)
     with tempfile.TemporaryDirectory(prefix="bench-intent-") as temp:
@@ -221,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
             }
             for name in chosen:
                 root = Path(temp) / f"{name}-{workers}x{threads}"
-                served = variant_spec(spec, Path(temp), PINNED[name]) if name in PINNED else spec
+                pinned = chosen[name]
+                served = variant_spec(spec, Path(temp), pinned) if pinned else spec
                 properties, store = archive_for(
                     served, manifest, handlers[name], root, args.properties, workers, threads
                 )

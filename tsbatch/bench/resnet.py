@@ -32,14 +32,14 @@ from typing import Any
 import torch
 import torchvision
 
+from batchkit.candidates import BASELINE, ServingCandidate
 from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.images import check_images, decode_pixels, model_batch
 from batchkit.loader import load_served_model
-from batchkit.precision import PrecisionChoice
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest
 from tsbatch.archive.package import private_store
-from tsbatch.archive.variants import BASELINE, Variant, default_variant, machine_variants, variant_spec
+from tsbatch.archive.variants import default_variant, machine_variants, variant_spec
 from tsbatch.bench.decoding import SETTINGS as DECODE_SETTINGS
 from tsbatch.bench.decoding import decode_rows, print_section
 from tsbatch.bench.served_archive import add_archive_options, bench_archive
@@ -79,7 +79,9 @@ def imagenet_spec(spec: ModelSpec, work: Path) -> ModelSpec:
     return bench_spec
 
 
-def in_process(spec: ModelSpec, variant: Variant, batch_size: int, threads: int, duration_s: float) -> dict:
+def in_process(
+    spec: ModelSpec, variant: ServingCandidate, batch_size: int, threads: int, duration_s: float
+) -> dict:
     """The worker's path without TorchServe: the variant loaded as a worker loads it, then
     batch after batch of real payloads decoded and preprocessed, then the model. Returns
     images per second with and without preprocessing, its share, and the cold load time."""
@@ -89,12 +91,9 @@ def in_process(spec: ModelSpec, variant: Variant, batch_size: int, threads: int,
     )
     torch.set_num_threads(threads)
     check = (check_images(config.crop_size),)
-    choice = PrecisionChoice(variant.precision, "benchmark row")
     model = load_served_model(
-        config, spec.artifact_dir, torch.device("cpu"), choice, batch_size, check, optimize=config.optimize
+        config, spec.artifact_dir, torch.device("cpu"), batch_size, check, optimize=config.optimize
     )
-    if model.precision != variant.precision or variant.runtime not in ("auto", model.runtime):
-        raise RuntimeError(f"{variant.label} did not load here (got {model.runtime} {model.precision})")
     payloads = payload_images(64, "imagenet" if config.crop_size > 64 else "archive")
 
     decoding = ("resize_size", "crop_size", "max_image_pixels", "max_body_bytes")
@@ -129,7 +128,7 @@ def in_process(spec: ModelSpec, variant: Variant, batch_size: int, threads: int,
 def serve(
     spec: ModelSpec,
     shape: str,
-    variant: Variant,
+    variant: ServingCandidate,
     settings: dict[str, Any],
     args: argparse.Namespace,
     work: Path,
@@ -139,7 +138,7 @@ def serve(
     spec = variant_spec(spec, work / shape, variant)
     private = Manifest(models={MODEL: spec}, build_dir=spec.build_dir, model_store=manifest.model_store)
     decode = "".join(f"-{key}-{settings[key]}" for key in DECODE_KEYS if key in settings)
-    name = f"{shape}-{variant.runtime}-{variant.precision}{decode}"
+    name = f"{shape}-{variant.name}{decode}"
     properties, store = private_store(work / f"store-{name}", [MODEL], {MODEL: settings}, manifest=private)
     server = start_instance(work / f"run-{name}", store, [MODEL], source=properties)
     try:
@@ -189,7 +188,7 @@ def bench(
 def decode_section(
     spec: ModelSpec,
     shape: str,
-    default: Variant,
+    default: ServingCandidate,
     settings: dict[str, Any],
     args: argparse.Namespace,
     work: Path,
@@ -220,16 +219,16 @@ def print_rows(rows: list[dict]) -> None:
         )
 
 
-def speedup_line(served: dict[Variant, float], default: Variant) -> str:
+def speedup_line(served: dict[ServingCandidate, float], default: ServingCandidate) -> str:
     """The closing line: the default configuration's served throughput over the baseline's."""
     if default not in served or not served.get(BASELINE):
         return f"speedup vs fp32 TorchScript served: n/a ({default.label} was not measured here)"
     return f"speedup vs fp32 TorchScript served: {served[default] / served[BASELINE]:.2f}x ({default.label})"
 
 
-def int8_line(served: dict[Variant, float]) -> str | None:
+def int8_line(served: dict[ServingCandidate, float]) -> str | None:
     """The int8 row's served throughput over fp32 TorchScript's and the best bf16 row's."""
-    int8 = served.get(Variant("aoti", "int8"))
+    int8 = served.get(ServingCandidate("aoti", "cpu", "int8"))
     if not int8 or not served.get(BASELINE):
         return None
     bf16 = max((rps for variant, rps in served.items() if variant.precision == "bf16"), default=0.0)
@@ -275,15 +274,15 @@ def main(argv: list[str] | None = None) -> int:
     spec = load_manifest().model(MODEL)
     rows: list[dict] = []
     sections: list[dict] = []
-    defaults: dict[str, Variant] = {}
+    defaults: dict[str, ServingCandidate] = {}
     with tempfile.TemporaryDirectory(prefix="bench-resnet-") as tmp:
         work = Path(tmp)
         shapes = ["archive", "imagenet"] if args.shape == "both" else [args.shape]
         for shape in shapes:
             target = spec if shape == "archive" else imagenet_spec(spec, work)
-            variants, skipped = machine_variants(target.artifact_dir)
-            defaults[shape] = default_variant(target.artifact_dir)
-            if defaults[shape] not in variants:  # runtime auto: the worker's own choice, measured too
+            variants, skipped = machine_variants(target.artifact_dir, settings["batchSize"])
+            defaults[shape] = default_variant(target.artifact_dir, settings["batchSize"])
+            if defaults[shape] not in variants:  # an explicit setting's choice is measured too
                 variants.append(defaults[shape])
             for reason in skipped:
                 print(f"[bench] {shape}: skipping {reason}")

@@ -21,7 +21,8 @@ from tsbatch.config.findings import Problem
 from tsbatch.workloads.workload import Workload
 
 # The handler config fields every build writes whatever the kind: the archive's files, the
-# gates' record (tsbatch.archive.compiled) and, at packaging, the worker's threads.
+# gates' record and timings (tsbatch.archive.compiled) and, at packaging, the worker's
+# threads (``auto_runtime`` and ``int8_speedup``: what builds wrote before ``timings_ms``).
 BUILD_FIELDS = frozenset(
     {
         "model_name",
@@ -35,6 +36,7 @@ BUILD_FIELDS = frozenset(
         "auto_runtime",
         "compiled_cpu_flags",
         "int8_speedup",
+        "timings_ms",
     }
 )
 

@@ -76,5 +76,5 @@ def serving_summary(server: ManagedServer, models: list[str]) -> list[str]:
             f"  {model}: {decision.get('runtime')} {decision.get('precision')} from {decision.get('file')} "
             f"(cold load {decision.get('load_seconds', 0):.1f}s; worker RSS {rss} MiB)"
         )
-        lines += [f"      why: {reason}" for reason in decision.get("why", [])]
+        lines += [f"      why {reason['code']}: {reason['detail']}" for reason in decision.get("why", [])]
     return lines

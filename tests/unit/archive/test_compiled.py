@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
+from batchkit.candidates import ServingCandidate
 from batchkit.images import check_images
 from tests.conftest import TinyImageNet
 from tsbatch.archive.compiled import CompileSettings, GateData, build_and_gate, compile_settings, host_targets
@@ -14,14 +16,30 @@ from tsbatch.archive.gates import top1_accuracy
 from tsbatch.archive.schema import Compile
 
 
-def test_host_targets_follow_the_automatic_choice(monkeypatch) -> None:
+def test_host_targets_follow_the_hardware(monkeypatch) -> None:
     monkeypatch.delenv("TSBATCH_PRECISION", raising=False)
     targets = host_targets()
     assert targets[0] in ("cpu-fp32", "cpu-bf16")
     assert compile_settings(Compile(targets=("cpu-fp16",), max_batch_size=8)).targets == ("cpu-fp16",)
     assert compile_settings(Compile()).max_batch_size == 16
-    reduced = tuple(t.split("-")[1] for t in targets if t.endswith(("-bf16", "-fp16")))
+    reduced = tuple(
+        c.precision for c in map(ServingCandidate.parse, targets) if c.precision in ("bf16", "fp16")
+    )
     assert compile_settings(Compile()).torchscript_precisions == reduced  # int8 has no TorchScript form
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [({"avx2", "avx512_bf16"}, "cpu-bf16"), ({"avx2"}, "cpu-fp32")],
+)
+def test_the_build_ignores_a_workers_precision_left_in_the_shell(
+    monkeypatch: pytest.MonkeyPatch, flags: set[str], expected: str
+) -> None:
+    """``TSBATCH_PRECISION`` is a worker's override: what the build compiles follows the CPU."""
+    for leftover in ("fp32", "bf16", "int8"):
+        monkeypatch.setenv("TSBATCH_PRECISION", leftover)
+        assert host_targets(flags)[0] == expected
+        assert "cpu-int8" not in host_targets(flags)  # no VNNI in these flags
 
 
 def test_torchscript_bf16_is_gated_against_fp32_and_recorded(tmp_path: Path) -> None:
@@ -49,6 +67,9 @@ def test_torchscript_bf16_is_gated_against_fp32_and_recorded(tmp_path: Path) -> 
     assert (fields["compiled_models"], fields["compiled_max_batch_size"]) == ([], 0)
     assert fields["failed_gates"] == outcome.failed
     assert set(fields["check_outputs"]) == {"torchscript-fp32"} | ({"torchscript-bf16"} - set(outcome.failed))
+    timed = set(fields["timings_ms"]["ms"])
+    assert timed == {"torchscript-fp32"} | ({"torchscript-bf16"} - set(outcome.failed))
+    assert outcome.build_info()["timings_ms"] == fields["timings_ms"]
     info = outcome.build_info()["gates"]
     assert info["torchscript-bf16"]["passed"] is result.passed
     assert len(info["torchscript-bf16"]["check_outputs"]) == 2  # the two check images

@@ -80,7 +80,7 @@ def test_what_the_manifest_accepts_the_handler_loads(kind: typing.Any) -> None:
 
 
 def test_precision_choices_match_the_worker() -> None:
-    from batchkit.precision import PRECISIONS
+    from batchkit.candidates import PRECISIONS
 
     choices = set(typing.get_args(ImageModel.model_fields["precision"].annotation))
     assert choices == {"auto", *PRECISIONS}

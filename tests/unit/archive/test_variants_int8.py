@@ -1,5 +1,5 @@
-"""The int8 benchmark row: an AOTInductor row only, on a CPU with VNNI, with its package; the
-default variant takes int8 only when the build measured it faster."""
+"""The int8 benchmark row: a package row only, on a CPU with VNNI, with its package; the
+default row takes int8 only when the build measured it faster."""
 
 from __future__ import annotations
 
@@ -8,16 +8,25 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.archive import artifacts, variants
+from batchkit.candidates import ServingCandidate
+from batchkit.planner import Host
+from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import load_manifest
-from tsbatch.archive.variants import Variant, default_variant, machine_variants
+from tsbatch.archive.variants import default_variant, machine_variants
 
-INT8 = Variant("aoti", "int8")
+INT8 = ServingCandidate("aoti", "cpu", "int8")
+VNNI = Host(flags=frozenset({"avx512_vnni"}), files=frozenset({INT8.file_name}))
 
 
 def archive(tmp_path: Path, **fields: object) -> Path:
     spec = replace(load_manifest().model("resnet18"), build_dir=tmp_path / "build")
-    config = {"precision": "auto", "runtime": "auto", "compiled_models": ["model.cpu-int8.pt2"], **fields}
+    config = {
+        "precision": "auto",
+        "runtime": "auto",
+        "compiled_models": [INT8.file_name],
+        "compiled_max_batch_size": 8,
+        **fields,
+    }
     artifacts.write_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE, config)
     return spec.artifact_dir
 
@@ -25,26 +34,25 @@ def archive(tmp_path: Path, **fields: object) -> Path:
 @pytest.fixture(autouse=True)
 def no_override(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TSBATCH_PRECISION", raising=False)
-    monkeypatch.setattr(variants, "native_cpu_bf16", lambda: False)
 
 
-def test_the_int8_row_needs_vnni_and_its_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(variants, "native_cpu_int8", lambda: True)
-    runnable, _ = machine_variants(archive(tmp_path))
-    assert runnable[-1] == INT8 and Variant("torchscript", "int8") not in runnable
-    runnable, skipped = machine_variants(archive(tmp_path, compiled_models=[]))
-    assert INT8 not in runnable and "aoti int8: the archive has no gated model.cpu-int8.pt2" in skipped
-    monkeypatch.setattr(variants, "native_cpu_int8", lambda: False)
-    runnable, skipped = machine_variants(archive(tmp_path))
-    assert INT8 not in runnable and any("no VNNI/AMX-int8 on this CPU" in reason for reason in skipped)
+def test_the_int8_row_needs_vnni_and_its_package(tmp_path: Path) -> None:
+    runnable, _ = machine_variants(archive(tmp_path), host=VNNI)
+    assert runnable[-1] == INT8
+    runnable, skipped = machine_variants(archive(tmp_path, compiled_models=[]), host=VNNI)
+    assert INT8 not in runnable and not skipped  # an archive without int8 names no int8 row
+    runnable, skipped = machine_variants(archive(tmp_path), host=replace(VNNI, flags=frozenset({"avx2"})))
+    assert INT8 not in runnable and [(r.candidate, r.code) for r in skipped] == [(INT8.name, "emulated")]
 
 
-def test_the_default_is_int8_only_when_the_build_measured_it_faster(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("flags", "speedup", "expected"),
+    [({"avx512_vnni"}, 1.8, "int8"), ({"avx512_vnni"}, 1.05, "fp32"), ({"avx2"}, 1.8, "fp32")],
+)
+def test_an_archive_without_timings_defaults_to_int8_only_when_the_build_measured_it_faster(
+    tmp_path: Path, flags: set[str], speedup: float, expected: str
 ) -> None:
-    monkeypatch.setattr("batchkit.precision.native_cpu_int8", lambda flags=None: True)
-    monkeypatch.setattr("batchkit.precision.native_cpu_bf16", lambda flags=None: False)
-    assert default_variant(archive(tmp_path, int8_speedup=1.8)) == Variant("auto", "int8")
-    assert default_variant(archive(tmp_path, int8_speedup=1.05)).precision == "fp32"
-    monkeypatch.setattr("batchkit.precision.native_cpu_int8", lambda flags=None: False)
-    assert default_variant(archive(tmp_path, int8_speedup=1.8)).precision == "fp32"
+    default = default_variant(
+        archive(tmp_path, int8_speedup=speedup), host=replace(VNNI, flags=frozenset(flags))
+    )
+    assert default.precision == expected

@@ -38,24 +38,29 @@ def test_summary_gives_the_speedup_over_the_fp32_torchscript_row() -> None:
     assert "speedup vs fp32 TorchScript served at 2x1: 1.50x" in summary["lines"]
 
 
-def test_a_pinned_row_this_machine_cannot_run_is_skipped_saying_why(
-    tmp_path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_pinned_row_this_machine_cannot_run_is_skipped_saying_why(tmp_path) -> None:
     from dataclasses import replace
 
-    from tsbatch.archive import artifacts, variants
+    from batchkit.candidates import BASELINE, ServingCandidate
+    from batchkit.planner import Host
+    from tsbatch.archive import artifacts
     from tsbatch.archive.manifest import load_manifest
 
     spec = replace(load_manifest().model("bert_intent"), build_dir=tmp_path / "build")
+    int8 = ServingCandidate("aoti", "cpu", "int8")
     artifacts.write_json(
         spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE,
-        {"precision": "auto", "runtime": "auto", "compiled_models": ["model.cpu-int8.pt2"]},
+        {
+            "precision": "auto",
+            "runtime": "auto",
+            "compiled_models": [int8.file_name],
+            "compiled_max_batch_size": 8,
+            "check_outputs": {"torchscript-bf16": [[1.0]]},
+        },
     )
-    monkeypatch.setattr(variants, "native_cpu_bf16", lambda: False)
-    monkeypatch.setattr(variants, "native_cpu_int8", lambda: True)
-    kept, passed_over = runnable_rows(["ours", "fp32-ts", "int8", "bf16", "usual"], spec)
-    assert kept == ["ours", "fp32-ts", "int8", "usual"] and list(passed_over) == ["bf16"]
-    assert passed_over["bf16"].startswith("torchscript bf16: no native bf16")
-    monkeypatch.setattr(variants, "native_cpu_int8", lambda: False)
-    kept, passed_over = runnable_rows(["int8"], spec)
-    assert kept == [] and passed_over["int8"].startswith("aoti int8: no VNNI/AMX-int8 on this CPU")
+    vnni = Host(flags=frozenset({"avx512_vnni"}), files=frozenset({int8.file_name}))
+    kept, missing = runnable_rows(["ours", "fp32-ts", "int8", "bf16", "usual"], spec, vnni)
+    assert kept == {"ours": None, "fp32-ts": BASELINE, "int8": int8, "usual": None}
+    assert [(r.candidate, r.code) for r in missing["bf16"]] == [("torchscript-bf16", "emulated")]
+    kept, missing = runnable_rows(["int8"], spec, replace(vnni, flags=frozenset({"avx2"})))
+    assert kept == {} and [(r.candidate, r.code) for r in missing["int8"]] == [(int8.name, "emulated")]

@@ -59,3 +59,6 @@ def test_the_handler_serves_the_int8_package_and_batch_mates_do_not_change_an_an
     for batched, single in zip(together, alone, strict=True):
         assert batched["intent"] == single["intent"]
         assert batched["confidence"] == pytest.approx(single["confidence"], abs=1e-5)
+    described = handler.describe()
+    assert (described["runtime"], described["file"]) == ("aoti", "model.cpu-int8.pt2")
+    assert described["why"][0]["code"] == "precision-set"

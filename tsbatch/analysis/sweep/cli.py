@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from batchkit.precision import PRECISIONS
+from batchkit.candidates import PRECISIONS
 from tsbatch.analysis.options import int_list
 from tsbatch.analysis.selection import power_of_two_batch_sizes
 from tsbatch.analysis.sweep.measure import Budget

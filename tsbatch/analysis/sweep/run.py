@@ -9,7 +9,8 @@ from typing import Any
 
 import torch
 
-from batchkit.precision import DTYPES, PRECISIONS, native_cpu_int8
+from batchkit.candidates import PRECISIONS
+from batchkit.precision import DTYPES, native_cpu_int8
 from batchkit.worker import optimized_or_plain
 from tsbatch.analysis.sweep.inputs import POOL_SIZE, ROTATIONS, Inputs, Scenario
 from tsbatch.analysis.sweep.measure import (

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import torch
 
-from batchkit.loader import ServedModel, load_compiled
+from batchkit.loader import ServedModel, host_here, load_compiled
+from batchkit.planner import usable_candidates
 from tsbatch.analysis.sweep.inputs import Scenario
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest
+from tsbatch.archive.variants import archive_config
 from tsbatch.kinds.registry import kind_of
 
 
@@ -46,24 +48,24 @@ class CompiledModule(torch.nn.Module):
 
 
 def compiled_targets(base: Target, artifact_dir: Path, device_type: str) -> list[Target]:
-    """One target per gated .pt2 for this device in the archive: the sweep's runtime dimension."""
-    handler = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+    """One target per package the planner finds usable on this device (gated, present,
+    built for a CPU like this one): the sweep's runtime dimension. Batches above the
+    export bound run in slices, as a worker runs them, so the bound does not exclude one."""
+    config = archive_config(artifact_dir)
+    device = torch.device(device_type)
+    usable, _ = usable_candidates(config, host_here(artifact_dir, device, max_batch_size=1))
     targets = []
-    for file_name in handler.get("compiled_models", []):
-        built_for, precision = file_name.removeprefix("model.").removesuffix(".pt2").split("-")
-        if built_for != device_type:
-            continue
-        served = load_compiled(artifact_dir / file_name, torch.device(device_type), precision)
-        # Batches above the export bound run in slices, as a worker runs them.
-        served.max_batch = int(handler.get("compiled_max_batch_size", 0))
+    for package in (candidate for candidate in usable if candidate.runtime == "aoti"):
+        served = load_compiled(artifact_dir / package.file_name, device, package.precision)
+        served.max_batch = config.compiled_max_batch_size
         targets.append(
             Target(
                 name=f"{base.name}-aoti",
                 sla_model=base.sla_model,
-                description=f"{file_name} (AOTInductor, {precision}, loaded in {served.load_seconds:.2f}s)",
+                description=f"{package.file_name} (AOTInductor, {package.precision}, loaded in {served.load_seconds:.2f}s)",
                 module=CompiledModule(served),
                 scenarios=base.scenarios,
-                precisions=(precision,),
+                precisions=(package.precision,),
                 reference=base.module,
             )
         )

@@ -43,14 +43,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchkit.precision import PRECISIONS
+from batchkit.candidates import ServingCandidate
 from tsbatch.analysis.options import int_list
 from tsbatch.analysis.tune.mar import MarInfo, models_entry_base, read_mar, repackage
 from tsbatch.analysis.tune.point import ManifestPointRunner, MarPointRunner, PointRunner
 from tsbatch.analysis.tune.report import ModelReport, finish, report_model, winner_settings
 from tsbatch.analysis.tune.search import FULL_LOAD, FULL_SPACE, QUICK_LOAD, QUICK_SPACE, SearchSpace, search
 from tsbatch.archive.manifest import Manifest, load_manifest
-from tsbatch.archive.variants import Variant, default_variant, variant_spec
+from tsbatch.archive.variants import default_variant, variant_spec
 from tsbatch.client.load import LoadSpec
 from tsbatch.config.properties import archive_entry, model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, REPORTS_DIR
@@ -110,23 +110,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--variant",
         type=parse_variant,
-        help="RUNTIME-PRECISION to serve at every point, e.g. torchscript-fp32, aoti-fp32 or aoti-int8 "
-        "(default: what the archive chooses on this machine)",
+        help="the serving candidate at every point, e.g. torchscript-fp32, aoti-cpu-fp32 or aoti-cpu-int8 "
+        "(default: what the planner chooses on this machine)",
     )
     return parser
 
 
-def parse_variant(text: str) -> Variant:
-    runtime, _, precision = text.partition("-")
-    if runtime not in ("torchscript", "aoti") or precision not in PRECISIONS:
-        raise argparse.ArgumentTypeError(f"expected torchscript|aoti-{'|'.join(PRECISIONS)}, got {text!r}")
-    if precision == "int8" and runtime != "aoti":
-        raise argparse.ArgumentTypeError("int8 exists only as a compiled package: use aoti-int8")
-    return Variant(runtime, precision)
+def parse_variant(text: str) -> ServingCandidate:
+    try:
+        return ServingCandidate.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 @dataclass
-class Plan:
+class TuningRun:
     """What the run tunes: each model's SLA, workload, settings today and how its points run."""
 
     names: list[str]
@@ -137,7 +135,7 @@ class Plan:
     mar: MarInfo | None = None  # or one archive (--mar)
 
 
-def plan(args: argparse.Namespace) -> Plan:
+def tuning_run(args: argparse.Namespace) -> TuningRun:
     """Read everything the run needs up front, so a mistake fails before any server starts."""
     targets = option_targets(vars(args))
     manifest: Manifest | None = None
@@ -159,11 +157,11 @@ def plan(args: argparse.Namespace) -> Plan:
         name: traffic_for(name, requests=requests.get(name), answer_schema=args.answer_schema)
         for name in names
     }
-    return Plan(names, slas, workloads, current, manifest, mar)
+    return TuningRun(names, slas, workloads, current, manifest, mar)
 
 
 def point_runner(
-    run: Plan, name: str, args: argparse.Namespace, load: LoadSpec, work_root: Path
+    run: TuningRun, name: str, args: argparse.Namespace, load: LoadSpec, work_root: Path
 ) -> tuple[PointRunner, str]:
     """How this model's points are served, and what that serves (for the log)."""
     common = (args.properties, run.workloads[name], load, work_root, args.out / "logs")
@@ -196,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         measure_s=args.measure_s if args.measure_s is not None else base_load.measure_s,
     )
     try:
-        run = plan(args)
+        run = tuning_run(args)
     except (ValueError, OSError) as exc:
         print(f"[tune] FAILED: {exc}", file=sys.stderr)
         return 1

@@ -1,6 +1,6 @@
 """The int8 candidate's place among the build's candidates: how it is quantized, the looser
-accuracy limits it is held to, the check that it runs quantized kernels, and the build-time
-timing that lets ``auto`` choose it.
+accuracy limits it is held to and the check that it runs quantized kernels (the build
+times it with every other candidate, ``tsbatch.archive.timing``).
 
 Quantization moves answers more than bf16 does, so the gates allow what the issue's users
 accept: the image accuracy within 0.5 points of fp32, the intent model's in-scope accuracy
@@ -15,10 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-
-from batchkit.loader import ServedModel
-from batchkit.worker import optimized_or_plain
-from tsbatch.archive.timing import batch_ms
 
 Batch = tuple[torch.Tensor, ...]
 
@@ -50,33 +46,3 @@ def quantized_ops_problem(figures: Mapping[str, float]) -> str | None:
     if figures.get("quantized_ops", 0) > 0:
         return None
     return "the compiled code calls no quantized kernel (qconv/qlinear/_int_mm): it would run fp32"
-
-
-def int8_timing(
-    candidates: Sequence[tuple[str, ServedModel]],
-    passed: set[str],
-    torchscript: torch.jit.ScriptModule,
-    batch: Batch,
-) -> dict[str, Any]:
-    """The gated int8 package's time per full batch against the fastest other gated CPU
-    candidate and fp32 TorchScript as workers optimize it, on this (the build) machine:
-    ``auto`` serves int8 only where ``speedup`` is clearly above 1."""
-    served = dict(candidates)
-    fp32 = ServedModel(optimized_or_plain(torchscript), "torchscript", "fp32", "model.pt", 0.0)
-    rivals = {"torchscript-fp32": fp32}
-    for name, model in candidates:
-        if name in passed and model.precision != "int8" and "cuda" not in name:
-            rivals[name] = model
-    int8_ms = batch_ms(served["aoti-cpu-int8"], batch)
-    timed = {name: batch_ms(rival, batch) for name, rival in rivals.items()}
-    fastest = min(timed, key=timed.__getitem__) if timed else ""
-    rival_ms = timed.get(fastest, 0.0)
-    figures = {
-        "batch_size": len(batch[0]),
-        "int8_ms": round(int8_ms, 2),
-        "rivals_ms": {name: round(ms, 2) for name, ms in timed.items()},
-        "fastest_rival": fastest,
-        "speedup": round(rival_ms / int8_ms, 3) if rival_ms else 0.0,
-    }
-    print(f"[export] int8 timing: {figures}")
-    return figures

@@ -1,4 +1,4 @@
-"""The tuner's command line: the runtime x precision a tuning run serves."""
+"""The tuner's command line: the serving candidate a tuning run serves."""
 
 from __future__ import annotations
 
@@ -6,21 +6,23 @@ import argparse
 
 import pytest
 
+from batchkit.candidates import ServingCandidate
 from tsbatch.analysis.tune.cli import build_parser, parse_variant
-from tsbatch.archive.variants import Variant
 
 
-def test_variant_is_runtime_dash_precision() -> None:
-    assert parse_variant("aoti-bf16") == Variant("aoti", "bf16")
-    assert build_parser().parse_args(["--variant", "torchscript-fp32"]).variant == Variant(
-        "torchscript", "fp32"
+def test_variant_is_a_serving_candidate_name() -> None:
+    assert parse_variant("aoti-cpu-bf16") == ServingCandidate("aoti", "cpu", "bf16")
+    assert build_parser().parse_args(["--variant", "torchscript-fp32"]).variant == ServingCandidate(
+        "torchscript", "cpu", "fp32"
     )
     assert build_parser().parse_args([]).variant is None
-    with pytest.raises(argparse.ArgumentTypeError, match="expected torchscript"):
+    with pytest.raises(argparse.ArgumentTypeError, match="is not a serving candidate"):
+        parse_variant("onnx-cpu-fp32-x")
+    with pytest.raises(argparse.ArgumentTypeError, match="'onnx' is not one of"):
         parse_variant("onnx-fp32")
 
 
 def test_int8_is_a_candidate_only_as_its_package() -> None:
-    assert parse_variant("aoti-int8") == Variant("aoti", "int8")
-    with pytest.raises(argparse.ArgumentTypeError, match="use aoti-int8"):
+    assert parse_variant("aoti-cpu-int8") == ServingCandidate("aoti", "cpu", "int8")
+    with pytest.raises(argparse.ArgumentTypeError, match="int8 exists only as a compiled package"):
         parse_variant("torchscript-int8")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.analysis.tune.cli import build_parser, main, plan
+from tsbatch.analysis.tune.cli import build_parser, main, tuning_run
 from tsbatch.analysis.tune.mar import MarError, models_entry_base, read_mar, repackage
 from tsbatch.config.properties import model_settings, read_properties, with_model_settings
 
@@ -65,7 +65,7 @@ def test_tuning_an_archive_needs_its_requests_and_an_sla(
     (tmp_path / "pics" / "a.jpg").write_bytes(b"jpeg")
     assert main(["--mar", str(mar), "--requests", str(tmp_path / "pics")]) == 1
     assert "--p99-ms" in capsys.readouterr().err  # no SLA entry and no targets
-    run = plan(
+    run = tuning_run(
         build_parser().parse_args(
             ["--mar", str(mar), "--requests", str(tmp_path / "pics"), "--p99-ms", "500"]
         )

@@ -63,8 +63,7 @@ def test_build_and_gate_quantizes_gates_and_times_an_int8_target(tmp_path: Path)
         assert (tmp_path / "model.cpu-int8.pt2").is_file()
         assert "aoti-cpu-int8" in outcome.handler_fields()["check_outputs"]
         assert outcome.handler_fields()["compiled_models"] == ["model.cpu-int8.pt2"]
-        assert info["timing"]["fastest_rival"] == "torchscript-fp32"
-        assert outcome.handler_fields()["int8_speedup"] == info["timing"]["speedup"] > 0
-    else:  # a failing candidate is dropped and says why
+        assert set(outcome.handler_fields()["timings_ms"]["ms"]) == {"torchscript-fp32", "aoti-cpu-int8"}
+    else:  # a failing candidate is dropped, says why, and is not timed
         assert not (tmp_path / "model.cpu-int8.pt2").exists() and result.failures
-        assert outcome.handler_fields()["int8_speedup"] == 0.0
+        assert set(outcome.handler_fields()["timings_ms"]["ms"]) == {"torchscript-fp32"}

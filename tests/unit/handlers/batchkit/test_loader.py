@@ -2,35 +2,46 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 import torch
 
+from batchkit.candidates import BASELINE, ServingCandidate
 from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.images import check_images
 from batchkit.loader import (
     ArchiveMismatchError,
-    Candidate,
+    host_here,
     load_compiled,
     load_served_model,
     package_mismatch,
     persistent_inductor_cache,
-    plan_candidates,
     unchecked_reason,
 )
-from batchkit.precision import PrecisionChoice
+from batchkit.planner import Reason, plan
+from batchkit.precision import cpu_model_name
 from batchkit.tolerance import probabilities_disagree
 from tests.conftest import TINY_CROP
 
 CPU = torch.device("cpu")
-FP32 = PrecisionChoice("fp32", "test")
 
 
-def load(model_dir: Path, handler: dict, choice: PrecisionChoice = FP32, max_batch_size: int = 4):
-    config = from_mapping(ImageModelConfig, handler)
+@pytest.fixture(autouse=True)
+def no_environment_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TSBATCH_PRECISION", raising=False)
+
+
+def load(model_dir: Path, handler: dict, precision: str = "fp32", max_batch_size: int = 4):
+    config = from_mapping(ImageModelConfig, {**handler, "precision": precision})
     check = (check_images(config.crop_size),)
-    return load_served_model(config, model_dir, CPU, choice, max_batch_size, check, optimize=config.optimize)
+    return load_served_model(config, model_dir, CPU, max_batch_size, check, optimize=config.optimize)
+
+
+def codes(served) -> dict[str, str]:
+    """The worker's reasons, code by the candidate each is about."""
+    return {reason["candidate"]: reason["code"] for reason in served.decision()["why"]}
 
 
 def images(count: int) -> torch.Tensor:
@@ -40,15 +51,14 @@ def images(count: int) -> torch.Tensor:
 @pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
 @pytest.mark.parametrize("runtime", ["aoti", "torchscript"])
 def test_every_cpu_precision_and_runtime_is_served_and_answers_like_fp32(
-    tiny_compiled_model_dir, runtime: str, precision: str, caplog
+    tiny_compiled_model_dir, runtime: str, precision: str
 ) -> None:
     """Forced, whatever this CPU has: bf16 and fp16 run emulated where it lacks them."""
-    caplog.set_level("INFO")
     model_dir, config = tiny_compiled_model_dir
-    served = load(model_dir, {**config["handler"], "runtime": runtime}, PrecisionChoice(precision, "forced"))
-    expected_source = f"model.cpu-{precision}.pt2" if runtime == "aoti" else "model.pt"
-    assert (served.runtime, served.precision, served.source) == (runtime, precision, expected_source)
-    assert f"serving {runtime} {precision} from {expected_source}" in caplog.text
+    served = load(model_dir, {**config["handler"], "runtime": runtime}, precision)
+    candidate = ServingCandidate(runtime, "cpu", precision)
+    assert (served.runtime, served.precision, served.source) == (runtime, precision, candidate.file_name)
+    assert served.decision()["why"][0]["code"] == "precision-set"
     reference = torch.jit.load(str(model_dir / "model.pt"))
     with torch.inference_mode():
         got = torch.softmax(served(images(3)), dim=-1)
@@ -77,35 +87,38 @@ def test_a_non_contiguous_input_gets_the_same_answer_from_the_package(tiny_compi
         assert torch.allclose(served(images(3).to(memory_format=torch.channels_last)), expected, atol=1e-5)
 
 
-def test_no_package_serves_torchscript_and_says_why_in_one_line(tiny_image_model_dir, caplog) -> None:
-    caplog.set_level("INFO")
+def test_no_package_serves_torchscript_and_says_why_in_the_describe_call(tiny_image_model_dir) -> None:
     model_dir, config = tiny_image_model_dir
     served = load(model_dir, {**config["handler"], "runtime": "aoti"})
     assert served.runtime == "torchscript" and served.source == "model.pt"
-    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("serving ")]
-    assert "torchscript fp32 from model.pt (cold load" in line
-    assert "precision fp32: test" in line and "the archive has no model.cpu-fp32.pt2" in line
-    assert served.decision()["why"] == served.reasons
+    decision = served.decision()
+    assert decision["why"][0] == {
+        "code": "precision-set",
+        "detail": "fp32 set in the archive",
+        "candidate": "",
+    }
+    assert codes(served)["aoti-cpu-fp32"] == "no-package"
+    assert decision["why"] == [asdict(reason) for reason in served.reasons]
 
 
-def test_package_that_fails_to_load_falls_back_with_a_warning(tiny_compiled_model_dir, caplog) -> None:
+def test_package_that_fails_to_load_falls_back_saying_why(tiny_compiled_model_dir) -> None:
     model_dir, config = tiny_compiled_model_dir
     (model_dir / "model.cpu-fp32.pt2").write_bytes(b"not a zip archive")
     served = load(model_dir, config["handler"])
     assert served.runtime == "torchscript"
-    assert "not serving aoti-cpu-fp32: did not load" in caplog.text
+    (reason,) = [r for r in served.reasons if r.code == "not-served"]
+    assert reason.detail.startswith("aoti-cpu-fp32 did not load")
 
 
-def test_a_package_that_does_not_reproduce_its_record_is_not_served(tiny_compiled_model_dir, caplog) -> None:
+def test_a_package_that_does_not_reproduce_its_record_is_not_served(tiny_compiled_model_dir) -> None:
     model_dir, config = tiny_compiled_model_dir
     handler = config["handler"]
     records = dict(handler["check_outputs"])
     records["aoti-cpu-bf16"] = [list(reversed(row)) for row in records["aoti-cpu-bf16"]]
-    served = load(model_dir, {**handler, "check_outputs": records}, PrecisionChoice("bf16", "test"))
+    served = load(model_dir, {**handler, "check_outputs": records}, "bf16")
     assert (served.runtime, served.precision) == ("torchscript", "bf16")
-    assert (
-        "not serving aoti-cpu-bf16: does not reproduce its build record: probabilities differ" in caplog.text
-    )
+    (reason,) = [r for r in served.reasons if r.code == "not-served"]
+    assert reason.detail.startswith("aoti-cpu-bf16 does not reproduce its build record: probabilities differ")
 
 
 def test_fp32_torchscript_that_does_not_reproduce_fails_the_worker(tiny_image_model_dir) -> None:
@@ -116,42 +129,48 @@ def test_fp32_torchscript_that_does_not_reproduce_fails_the_worker(tiny_image_mo
         load(model_dir, {**handler, "check_outputs": records})
 
 
-def test_batch_size_beyond_the_export_bound_serves_torchscript(tiny_compiled_model_dir, caplog) -> None:
-    caplog.set_level("INFO")
+def test_batch_size_beyond_the_export_bound_serves_torchscript(tiny_compiled_model_dir) -> None:
     model_dir, config = tiny_compiled_model_dir
-    assert load(model_dir, config["handler"], max_batch_size=8).runtime == "torchscript"
-    assert "batch size 8 exceeds the 4 model.cpu-fp32.pt2 was exported for" in caplog.text
+    served = load(model_dir, config["handler"], max_batch_size=8)
+    assert served.runtime == "torchscript" and codes(served)["aoti-cpu-fp32"] == "export-bound"
 
 
-def test_a_candidate_that_failed_its_gate_is_not_served(tiny_image_model_dir, caplog) -> None:
-    caplog.set_level("INFO")
+def test_a_candidate_that_failed_its_gate_is_not_served(tiny_image_model_dir) -> None:
     model_dir, config = tiny_image_model_dir
     handler = {**config["handler"], "failed_gates": ["torchscript-bf16"]}
-    served = load(model_dir, handler, PrecisionChoice("bf16", "test"))
-    assert served.precision == "fp32"
-    assert "torchscript-bf16 failed the build gates" in caplog.text
+    served = load(model_dir, handler, "bf16")
+    assert served.precision == "fp32" and codes(served)["torchscript-bf16"] == "failed-gates"
 
 
-def test_a_candidate_the_build_did_not_gate_is_not_served(tiny_image_model_dir, caplog) -> None:
-    caplog.set_level("INFO")
+def test_a_candidate_the_build_did_not_gate_is_not_served(tiny_image_model_dir) -> None:
     model_dir, config = tiny_image_model_dir
     handler = config["handler"]
     records = {"torchscript-fp32": handler["check_outputs"]["torchscript-fp32"]}
-    served = load(model_dir, {**handler, "check_outputs": records}, PrecisionChoice("bf16", "test"))
+    served = load(model_dir, {**handler, "check_outputs": records}, "bf16")
     assert served.precision == "fp32"
-    assert "torchscript-bf16 was not gated by the build" in caplog.text
+    assert "torchscript-bf16" not in codes(served)  # the archive does not name it at all
 
 
-@pytest.mark.parametrize("timed", ["aoti", "torchscript"])
-def test_auto_at_fp32_follows_the_build_timing(tiny_compiled_model_dir, timed: str) -> None:
+@pytest.mark.parametrize(("package_ms", "served"), [(1.0, "aoti"), (9.5, "torchscript")])
+def test_auto_follows_the_build_timing_on_this_cpu(
+    tiny_compiled_model_dir, package_ms: float, served: str
+) -> None:
     model_dir, config = tiny_compiled_model_dir
-    handler = {**config["handler"], "runtime": "auto", "auto_runtime": {"cpu-fp32": timed}}
-    assert load(model_dir, handler).runtime == timed
+    timings = {
+        "cpu_model": cpu_model_name(),
+        "batch_size": 4,
+        "ms": {"torchscript-fp32": 10.0, "aoti-cpu-fp32": package_ms},
+    }
+    handler = {**config["handler"], "runtime": "auto", "timings_ms": timings}
+    model = load(model_dir, handler, "auto")
+    assert model.runtime == served and model.reasons[0].code == "measured"
 
 
-def test_the_build_records_a_timing_for_each_fp32_package(tiny_gated_build) -> None:
+def test_the_build_times_and_records_every_candidate(tiny_gated_build) -> None:
     _, fields = tiny_gated_build
-    assert fields["auto_runtime"]["cpu-fp32"] in ("aoti", "torchscript")
+    timings = fields["timings_ms"]
+    assert (timings["cpu_model"], timings["batch_size"]) == (cpu_model_name(), 4)
+    assert set(timings["ms"]) == set(fields["check_outputs"]) and min(timings["ms"].values()) > 0
     assert set(fields["check_outputs"]) == {
         "torchscript-fp32",
         "torchscript-bf16",
@@ -164,11 +183,10 @@ def test_the_build_records_a_timing_for_each_fp32_package(tiny_gated_build) -> N
 
 def test_the_plan_is_the_same_for_every_worker(tiny_compiled_model_dir) -> None:
     model_dir, config = tiny_compiled_model_dir
-    handler = from_mapping(ImageModelConfig, {**config["handler"], "runtime": "auto"})
-    plans = [plan_candidates(handler, model_dir, "cpu", "bf16", 4) for _ in range(3)]
+    handler = from_mapping(ImageModelConfig, {**config["handler"], "runtime": "aoti", "precision": "bf16"})
+    plans = [plan(handler, host_here(model_dir, CPU, 4)) for _ in range(3)]
     assert plans[0] == plans[1] == plans[2]
-    candidates, _ = plans[0]
-    assert [c.name for c in candidates] == ["aoti-cpu-bf16", "torchscript-bf16", "torchscript-fp32"]
+    assert [c.name for c in plans[0].candidates] == ["aoti-cpu-bf16", "torchscript-bf16", "torchscript-fp32"]
 
 
 def test_packages_load_with_an_inductor_cache_that_outlives_tmpdir(tmp_path: Path, monkeypatch) -> None:
@@ -216,11 +234,18 @@ def test_a_package_runs_only_on_a_cpu_with_the_build_cpus_features(
     handler = from_mapping(
         ImageModelConfig, {**config["handler"], "compiled_cpu_flags": ["avx2", "fma", "amx_tile"]}
     )
-    here = flags if flags is not None else set(handler.compiled_cpu_flags)
-    (first, *_), skipped = plan_candidates(handler, model_dir, "cpu", "fp32", 4, here)
-    assert first.runtime == served
+    here = frozenset(flags if flags is not None else handler.compiled_cpu_flags)
+    planned = plan(handler, replace(host_here(model_dir, CPU, 4), flags=here))
+    assert planned.first.runtime == served
     if served == "torchscript":
-        assert "model.cpu-fp32.pt2 was compiled on a CPU with amx_tile, which this CPU lacks" in skipped
+        assert (
+            Reason(
+                "cpu-flags",
+                "model.cpu-fp32.pt2 was compiled on a CPU with amx_tile, which this CPU lacks",
+                "aoti-cpu-fp32",
+            )
+            in planned.reasons
+        )
 
 
 def test_the_build_hosts_own_package_matches_this_machine(tiny_gated_build) -> None:
@@ -234,13 +259,11 @@ def test_torchscript_recorded_on_the_cpu_is_not_checked_on_a_gpu(tiny_image_mode
     """Forced device type: a CUDA worker's TorchScript rounds otherwise (TF32 convolutions)."""
     _, config = tiny_image_model_dir
     handler = from_mapping(ImageModelConfig, config["handler"])
-    fp32 = Candidate("torchscript-fp32", "torchscript", "fp32", "model.pt")
-    assert unchecked_reason(handler, fp32, "cpu") is None
-    assert (
-        unchecked_reason(handler, fp32, "cuda")
-        == "torchscript-fp32 was recorded on the CPU: not checked on cuda"
+    assert unchecked_reason(handler, BASELINE, "cpu") is None
+    assert unchecked_reason(handler, BASELINE.on("cuda"), "cuda") == Reason(
+        "unchecked", "torchscript-fp32 was recorded on the CPU: not checked on cuda"
     )
-    package = Candidate("aoti-cuda-bf16", "aoti", "bf16", "model.cuda-bf16.pt2")
-    assert (
-        unchecked_reason(handler, package, "cuda") == "no recorded check outputs in this archive: not checked"
+    package = ServingCandidate("aoti", "cuda", "bf16")
+    assert unchecked_reason(handler, package, "cuda") == Reason(
+        "unchecked", "no recorded check outputs in this archive: not checked"
     )

@@ -1,5 +1,6 @@
 """A worker at int8: the gated int8 package is served when it reproduces its own record;
-without one, TorchScript at the next precision down, and the log says why."""
+when it is unusable, the next fastest candidate the build timed (by flags without timings),
+and the reasons say why."""
 
 from __future__ import annotations
 
@@ -11,17 +12,21 @@ import torch
 
 from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.images import check_images
-from batchkit.loader import load_compiled, load_served_model, plan_candidates
-from batchkit.precision import PrecisionChoice, int8_fallback
+from batchkit.loader import load_compiled, load_served_model
+from batchkit.precision import cpu_model_name
 from tsbatch.archive.compiled import check_record
 
 CPU = torch.device("cpu")
-INT8 = PrecisionChoice("int8", "test")
+
+
+@pytest.fixture(autouse=True)
+def no_environment_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TSBATCH_PRECISION", raising=False)
 
 
 def load(model_dir: Path, handler: dict):
-    config = from_mapping(ImageModelConfig, handler)
-    return load_served_model(config, model_dir, CPU, INT8, 4, (check_images(config.crop_size),))
+    config = from_mapping(ImageModelConfig, {"precision": "int8", **handler})
+    return load_served_model(config, model_dir, CPU, 4, (check_images(config.crop_size),))
 
 
 @pytest.fixture
@@ -37,30 +42,32 @@ def int8_model_dir(tiny_image_model_dir, tiny_int8_package: Path):
     return model_dir, config
 
 
-def test_the_int8_package_is_served(int8_model_dir, caplog) -> None:
-    caplog.set_level("INFO")
+def test_the_int8_package_is_served(int8_model_dir) -> None:
     model_dir, config = int8_model_dir
     served = load(model_dir, config["handler"])
     assert (served.runtime, served.precision, served.source) == ("aoti", "int8", "model.cpu-int8.pt2")
     with torch.inference_mode():
         logits = served(torch.randn(3, 3, 16, 16))
     assert logits.shape == (3, 3) and logits.dtype == torch.float32
-    assert "serving aoti int8 from model.cpu-int8.pt2" in caplog.text
+    assert served.decision()["why"][0]["code"] == "precision-set"
 
 
-def test_without_an_int8_package_torchscript_serves_the_next_precision(tiny_image_model_dir, caplog) -> None:
-    caplog.set_level("INFO")
+def test_an_unloadable_int8_package_falls_back_to_the_next_fastest_timed(int8_model_dir) -> None:
+    """Timed on this CPU model: int8, then bf16 TorchScript, then fp16 TorchScript, fp32 last."""
+    model_dir, config = int8_model_dir
+    (model_dir / "model.cpu-int8.pt2").write_bytes(b"not a zip archive")
+    ms = {"aoti-cpu-int8": 1.0, "torchscript-fp16": 3.0, "torchscript-bf16": 2.0, "torchscript-fp32": 10.0}
+    timings = {"cpu_model": cpu_model_name(), "batch_size": 4, "ms": ms}
+    served = load(model_dir, {**config["handler"], "precision": "auto", "timings_ms": timings})
+    assert (served.runtime, served.precision) == ("torchscript", "bf16")
+    codes = [reason.code for reason in served.reasons]
+    assert codes[0] == "measured" and codes[-1] == "not-served"
+    assert served.reasons[-1].detail.startswith("aoti-cpu-int8 did not load")
+
+
+def test_without_an_int8_package_torchscript_serves_by_the_flags(tiny_image_model_dir) -> None:
     model_dir, config = tiny_image_model_dir
     served = load(model_dir, {**config["handler"], "runtime": "aoti"})
-    assert served.runtime == "torchscript" and served.precision == int8_fallback()
-    assert f"int8 has no TorchScript form: TorchScript at {int8_fallback()} next" in caplog.text
-
-
-@pytest.mark.parametrize(("flags", "next_precision"), [({"avx2"}, "fp32"), ({"avx2", "amx_bf16"}, "bf16")])
-def test_the_int8_fallback_follows_the_cpu(int8_model_dir, flags: set[str], next_precision: str) -> None:
-    """Forced CPU flags: the plan is the same on every CPU of a kind."""
-    model_dir, config = int8_model_dir
-    handler = from_mapping(ImageModelConfig, {**config["handler"], "runtime": "torchscript"})
-    candidates, skipped = plan_candidates(handler, model_dir, "cpu", "int8", 4, flags)
-    assert candidates[0].precision == next_precision
-    assert any("int8 has no TorchScript form" in reason for reason in skipped)
+    assert served.runtime == "torchscript" and served.precision in ("bf16", "fp32")
+    (fallback,) = [reason for reason in served.reasons if reason.code == "int8-fallback"]
+    assert fallback.detail == f"int8 has no TorchScript form: {served.precision} next (CPU flags)"
