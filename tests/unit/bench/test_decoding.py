@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from batchkit.candidates import ServingCandidate
 from batchkit.config import ImageModelConfig, from_mapping
 from tests.conftest import tiny_image_handler
-from tsbatch.archive.variants import Variant
 from tsbatch.bench.decoding import (
     SETTINGS,
     DecodeRow,
@@ -50,7 +50,7 @@ def test_the_section_prints_every_row_and_the_verdict(capsys: pytest.CaptureFixt
         (row.label, {"served_rps": 50.0 * row.threads, "p50_ms": 9.0, "p99_ms": 20.0, "errors": 0})
         for row in rows
     ]
-    model_row = {"model_ips": 120.0, "variant": Variant("aoti", "int8")}
+    model_row = {"model_ips": 120.0, "variant": ServingCandidate("aoti", "cpu", "int8")}
     print_section({"shape": "imagenet", "rows": rows, "served": served}, model_row, {"decodeThreads": 1})
     text = capsys.readouterr().out
     assert "pil x2" in text and "tensor x1" in text and "2.00x" in text
