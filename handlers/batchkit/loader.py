@@ -28,7 +28,7 @@ import torch
 from batchkit.candidates import ServingCandidate
 from batchkit.config import ModelConfig
 from batchkit.planner import Host, Plan, Reason, plan
-from batchkit.precision import DTYPES, PRECISION_ENV, cpu_flags, cpu_model_name
+from batchkit.precision import DTYPES, PRECISION_ENV, cpu_flags, cpu_identity
 from batchkit.tolerance import probabilities_disagree, tolerance
 from batchkit.worker import load_torchscript
 
@@ -43,7 +43,7 @@ def host_here(model_dir: Path, device: torch.device, max_batch_size: int) -> Hos
     return Host(
         device_type=device.type,
         flags=frozenset(cpu_flags()),
-        cpu_model=cpu_model_name(),
+        cpu_model=cpu_identity(),
         batch_size=max_batch_size,
         files=frozenset(path.name for path in model_dir.iterdir()) if model_dir.is_dir() else frozenset(),
         cuda_bf16=device.type == "cuda" and torch.cuda.is_bf16_supported(),

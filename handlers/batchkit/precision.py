@@ -69,6 +69,14 @@ def cpu_model_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return "unknown"
 
 
+def cpu_identity(flags: set[str] | None = None, cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU as build timings name it: its model name and the features compiled code may
+    use. Virtual machines often report one generic model name ("Intel(R) Xeon(R) Processor")
+    for CPUs with and without AMX, whose timings differ; the features tell them apart."""
+    features = compiled_code_flags(cpu_flags(cpuinfo) if flags is None else flags)
+    return f"{cpu_model_name(cpuinfo)} [{' '.join(features)}]"
+
+
 def native_cpu_bf16(flags: set[str] | None = None) -> bool:
     """True when the CPU computes bf16 in hardware (AMX or AVX-512 BF16); given no
     ``flags``, this CPU's, with PyTorch's own probe where the kernel lists none."""

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 import torch
 
 from batchkit.config import BuildTimings
-from batchkit.precision import cpu_model_name
+from batchkit.precision import cpu_identity
 
 # Threads the timing runs on: what one worker gets by default (config.properties).
 TIMING_THREADS = 1
@@ -31,11 +31,11 @@ def time_candidates(
     candidates: Mapping[str, Callable[..., torch.Tensor]], batch: tuple[torch.Tensor, ...]
 ) -> BuildTimings:
     """Each candidate's best time per ``batch`` on ``TIMING_THREADS``, as workers run them,
-    recorded with this CPU's model name (timings say nothing about another model)."""
+    recorded with this CPU's identity (model name and features: timings say nothing about another CPU)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(TIMING_THREADS)
     try:
         ms = {name: round(batch_ms(forward, batch), 3) for name, forward in candidates.items()}
     finally:
         torch.set_num_threads(threads)
-    return BuildTimings(cpu_model=cpu_model_name(), batch_size=len(batch[0]), ms=ms)
+    return BuildTimings(cpu_model=cpu_identity(), batch_size=len(batch[0]), ms=ms)

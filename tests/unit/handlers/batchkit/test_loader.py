@@ -21,7 +21,7 @@ from batchkit.loader import (
     unchecked_reason,
 )
 from batchkit.planner import Reason, plan
-from batchkit.precision import cpu_model_name
+from batchkit.precision import cpu_identity
 from batchkit.tolerance import probabilities_disagree
 from tests.conftest import TINY_CROP
 
@@ -157,7 +157,7 @@ def test_auto_follows_the_build_timing_on_this_cpu(
 ) -> None:
     model_dir, config = tiny_compiled_model_dir
     timings = {
-        "cpu_model": cpu_model_name(),
+        "cpu_model": cpu_identity(),
         "batch_size": 4,
         "ms": {"torchscript-fp32": 10.0, "aoti-cpu-fp32": package_ms},
     }
@@ -169,7 +169,7 @@ def test_auto_follows_the_build_timing_on_this_cpu(
 def test_the_build_times_and_records_every_candidate(tiny_gated_build) -> None:
     _, fields = tiny_gated_build
     timings = fields["timings_ms"]
-    assert (timings["cpu_model"], timings["batch_size"]) == (cpu_model_name(), 4)
+    assert (timings["cpu_model"], timings["batch_size"]) == (cpu_identity(), 4)
     assert set(timings["ms"]) == set(fields["check_outputs"]) and min(timings["ms"].values()) > 0
     assert set(fields["check_outputs"]) == {
         "torchscript-fp32",

@@ -13,7 +13,7 @@ import torch
 from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.images import check_images
 from batchkit.loader import load_compiled, load_served_model
-from batchkit.precision import cpu_model_name
+from batchkit.precision import cpu_identity
 from tsbatch.archive.compiled import check_record
 
 CPU = torch.device("cpu")
@@ -57,7 +57,7 @@ def test_an_unloadable_int8_package_falls_back_to_the_next_fastest_timed(int8_mo
     model_dir, config = int8_model_dir
     (model_dir / "model.cpu-int8.pt2").write_bytes(b"not a zip archive")
     ms = {"aoti-cpu-int8": 1.0, "torchscript-fp16": 3.0, "torchscript-bf16": 2.0, "torchscript-fp32": 10.0}
-    timings = {"cpu_model": cpu_model_name(), "batch_size": 4, "ms": ms}
+    timings = {"cpu_model": cpu_identity(), "batch_size": 4, "ms": ms}
     served = load(model_dir, {**config["handler"], "precision": "auto", "timings_ms": timings})
     assert (served.runtime, served.precision) == ("torchscript", "bf16")
     codes = [reason.code for reason in served.reasons]

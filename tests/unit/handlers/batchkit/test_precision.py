@@ -11,6 +11,7 @@ import torch
 from batchkit.precision import (
     CudaRequiredError,
     cpu_flags,
+    cpu_identity,
     cuda_problem,
     flag_precision,
     native_cpu_bf16,
@@ -74,3 +75,12 @@ def test_a_failing_cuda_op_counts_as_no_cuda(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("TSBATCH_REQUIRE_CUDA", "1")
     with pytest.raises(CudaRequiredError, match="a test op on cuda:0 failed"):
         require_cuda(torch.device("cuda:0"))
+
+
+def test_one_generic_model_name_with_and_without_amx_is_two_cpus(tmp_path: Path) -> None:
+    """Build timings from an AMX host must not decide on the same VM model without AMX."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("model name\t: Intel(R) Xeon(R) Processor\nflags\t\t: avx2 avx512f amx_bf16\n")
+    with_amx = cpu_identity(cpuinfo=cpuinfo)
+    assert with_amx == "Intel(R) Xeon(R) Processor [avx2 avx512f amx_bf16]"
+    assert cpu_identity({"avx2", "avx512f"}, cpuinfo=cpuinfo) != with_amx
