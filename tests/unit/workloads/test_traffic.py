@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tsbatch.kinds.lookup import UnknownModel
 from tsbatch.workloads.requests_files import RequestsError
 from tsbatch.workloads.traffic import answer_check, traffic_for, unknown_models
 
@@ -62,3 +63,9 @@ def test_a_model_without_requests_or_manifest_entry_names_requests() -> None:
     assert unknown_models(["resnet18", "mobilenet", "bert"], {"bert": Path("x")}) == ["mobilenet"]
     with pytest.raises(RequestsError, match="--requests MODEL=PATH"):
         traffic_for("mobilenet")
+
+
+def test_the_toolkit_schema_needs_a_model_the_manifest_knows(tmp_path: Path) -> None:
+    (tmp_path / "a.jpg").write_bytes(b"jpeg")
+    with pytest.raises(UnknownModel, match="--requests"):
+        traffic_for("mobilenet", requests=tmp_path, answer_schema="toolkit")
