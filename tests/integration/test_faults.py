@@ -122,13 +122,15 @@ ERROR_MARKER = b"INJECT-ERROR"
 class FaultInjectingHandler(ResNetClassifierHandler):
     """A marker body decodes to an impossible tensor; a batch holding one fails in infer()."""
 
-    def decode(self, body):
+    def decode_batch(self, values):
         size = self.config.crop_size
-        if body == OOM_MARKER:
-            return torch.full((3, size, size), float("inf"))
-        if body == ERROR_MARKER:
-            return torch.full((3, size, size), float("-inf"))
-        return super().decode(body)
+        fills = {OOM_MARKER: float("inf"), ERROR_MARKER: float("-inf")}
+        markers = [bytes(v) if isinstance(v, (bytes, bytearray)) else None for v in values]
+        decoded = super().decode_batch(values)
+        return [
+            torch.full((3, size, size), fills[marker]) if marker in fills else item
+            for marker, item in zip(markers, decoded)
+        ]
 
     def infer(self, items):
         batch = torch.stack(items)

@@ -50,7 +50,7 @@ def test_make_serve_says_what_it_serves_and_its_calls_work(tmp_path: Path, model
                              r"worker RSS (\d+) MiB\)$", output, re.M)  # fmt: skip
             assert line, output
             assert int(line.group(5)) > 100
-        assert "why: precision " in output
+        assert re.search(r"^      why [a-z0-9-]+: ", output, re.M), output  # each reason: code, detail
         user_dir = tmp_path / "user"
         user_dir.mkdir()
         (user_dir / ".venv").symlink_to(REPO_ROOT / ".venv")
