@@ -8,6 +8,7 @@ names the value to change and in which file.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ModelSpec
 from tsbatch.config.bodies import base64_ceiling
 from tsbatch.config.findings import Problem
-from tsbatch.config.properties import load_models
+from tsbatch.config.properties import DECODE_KEYS, load_models
 from tsbatch.kinds.registry import kind_of
 
 # TorchServe 0.12's defaults when config.properties leaves the limits out.
@@ -138,11 +139,31 @@ def loaded_models(
     return problems
 
 
+def decode_settings(settings: dict[str, dict[str, Any]], manifest: Manifest) -> list[Problem]:
+    """Decode keys only on a model whose worker decodes images (its kind's config has them)."""
+    problems = []
+    for name, entry in settings.items():
+        if name not in manifest.models:
+            continue
+        fields = {field.name for field in dataclasses.fields(kind_of(manifest.models[name]).config)}
+        for key in (key for key, field in DECODE_KEYS.items() if key in entry and field not in fields):
+            problems.append(
+                Problem(
+                    "error",
+                    f"models.{name}.{key}",
+                    f"a {kind_of(manifest.models[name]).name} model's worker has no decode pool: "
+                    f"remove {key} from its entry (config.properties).",
+                )
+            )
+    return problems
+
+
 def cross_check(
     values: dict[str, str], settings: dict[str, dict[str, Any]], manifest: Manifest, store: Path
 ) -> list[Problem]:
     return (
         body_limits(values, manifest)
         + batch_bounds(settings, manifest)
+        + decode_settings(settings, manifest)
         + loaded_models(values, settings, manifest, store)
     )

@@ -62,6 +62,13 @@ def test_a_batch_size_above_the_export_bound(properties: Path, tmp_path: Path) -
     assert "exported for" in message and "Lower batchSize to 16 (config.properties)" in message
 
 
+def test_decode_keys_only_on_a_model_that_decodes_images(properties: Path, tmp_path: Path) -> None:
+    update_model_settings(properties, "bert_intent", {"decodeThreads": 2})
+    (message,) = [m for m in found(properties, tmp_path / "build") if "models.bert_intent.decode" in m]
+    assert message.startswith("ERROR") and "has no decode pool: remove decodeThreads" in message
+    assert not [m for m in found(properties, tmp_path / "build") if "models.resnet18.decode" in m]
+
+
 def test_load_models_against_the_manifest_and_the_store(properties: Path, tmp_path: Path) -> None:
     set_entry(properties, "load_models", " resnet18.mar , other.mar")
     messages = found(properties, tmp_path / "build")
