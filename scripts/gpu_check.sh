@@ -10,7 +10,7 @@
 # Sized for at most 8 minutes on one H200 from a fresh copy. GPU_CHECK_DEVICE=cpu runs the
 # same steps on a CPU (the suite's smoke test, so the script works the first time it meets a GPU).
 #
-#   bash scripts/gpu_check.sh [OUT_DIR]        # default reports/gpu-check
+#   bash scripts/gpu_check.sh [OUT_DIR]        # default: reports/gpu-check in the repository
 #   make gpu-check ARGS=/path/to/out
 #
 # Made for a fresh copy of the repository on a machine with a GPU, where .venv may be
@@ -29,11 +29,23 @@
 # Exit status: 0 when every row of the summary table passed.
 set -uo pipefail
 
+# OUT_DIR is taken as the caller gave it (relative to the directory the script was started
+# from), then made absolute: the script works from the repository root, and TorchServe and
+# the Python steps run from other directories.
+CALLER_DIR=$(pwd)
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 # The digits placeholder is enough to time and serve: a GPU check needs no real weights.
 export TSBATCH_ALLOW_DIGITS=${TSBATCH_ALLOW_DIGITS:-1}
-REPORT_DIR=${1:-reports/gpu-check}
+if [ -n "${1:-}" ]; then
+  case "$1" in
+    /*) REPORT_DIR=$1 ;;
+    *) REPORT_DIR=$CALLER_DIR/$1 ;;
+  esac
+else
+  REPORT_DIR=$REPO/reports/gpu-check
+fi
+mkdir -p "$REPORT_DIR" && REPORT_DIR=$(cd "$REPORT_DIR" && pwd)
 MAX_BATCH=${GPU_CHECK_MAX_BATCH:-64}
 DEVICE=${GPU_CHECK_DEVICE:-cuda} # cpu: a smoke run of this script on a machine without a GPU
 ITERS=${GPU_CHECK_ITERS:-10}
@@ -42,7 +54,6 @@ LOCUST_TIME=${GPU_CHECK_LOCUST_TIME:-20s}
 LOCUST_USERS=${GPU_CHECK_LOCUST_USERS:-16}
 DECODE_THREADS=${GPU_CHECK_DECODE_THREADS:-4}  # the CPU decode pool the device is measured against
 DECODE_SECONDS=${GPU_CHECK_DECODE_SECONDS:-15} # measured seconds per served decode run (step 4)
-mkdir -p "$REPORT_DIR"
 LOG="$REPORT_DIR/gpu_check.log"
 : >"$LOG"
 say() { echo "[gpu-check] $*" | tee -a "$LOG"; }

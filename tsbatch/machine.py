@@ -118,6 +118,9 @@ def report() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(description=__doc__).parse_args(argv)
+    argparse.ArgumentParser(
+        description="Say what this machine offers (CPU features, compiler, CUDA) and, for each built "
+        "model, what a worker here would serve and why."
+    ).parse_args(argv)
     print("\n".join(report()))
     return 0

@@ -1,28 +1,70 @@
-"""`pip install .` (not editable) into a fresh venv: the `tsbatch` command lands in its bin/,
-lists every job, and the installed package alone runs Locust on its packaged locustfile.
+"""`pip install .` (not editable) into a fresh venv that sees only the runtime requirements:
+the `tsbatch` command lands in its bin/, every module of the package imports, every command
+answers --help, and the installed package alone runs Locust on its packaged locustfile.
 
-The venv sees the shared environment's packages through a .pth file (torch, Locust and the
-rest are not downloaded again) and gets the toolkit with `--no-deps`; the project is copied
-first, so the build writes nothing into the checkout.
+Nothing is downloaded: the venv gets the packages requirements.txt brings (and what they
+require), linked from this environment into a folder of their own and named by a .pth file,
+so a package that only requirements-dev.txt installs is missing there, as after a user's
+`pip install .`. The toolkit is installed from a wheel built from a copy of the project, so
+the build writes nothing into the checkout.
 """
 
 from __future__ import annotations
 
+import importlib.metadata as metadata
 import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 
+from tests.unit.test_requirements import runtime_closure
 from tsbatch.cli.commands import COMMANDS
 from tsbatch.paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
 PROJECT_FILES = ("pyproject.toml", "requirements.txt", "tsbatch", "handlers")
+# Every module of the installed package imported, and every command's --help, in one process.
+IMPORT_ALL = r"""
+import locust  # first, as when Locust runs: its gevent patching must precede any ssl import
+import importlib, pkgutil, sys
+import batchkit, tsbatch
+failed = []
+for package in (tsbatch, batchkit):
+    for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        if module.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(module.name)
+        except Exception as exc:
+            failed.append(f"{module.name}: {type(exc).__name__}: {exc}")
+for name in ("resnet_handler", "intent_handler"):
+    importlib.import_module(name)
+print("\n".join(failed) or "all imported")
+sys.exit(1 if failed else 0)
+"""
+EVERY_HELP = r"""
+import contextlib, io, sys
+from tsbatch.cli.commands import COMMANDS
+from tsbatch.cli.main import main
+failed = []
+for command in COMMANDS.values():
+    for words in ([[command.name, t.name] for t in command.targets] or [[command.name]]):
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                main([*words, "--help"])
+        except SystemExit as stop:
+            if stop.code not in (0, None):
+                failed.append(f"{words}: exit {stop.code}")
+        except Exception as exc:
+            failed.append(f"{words}: {type(exc).__name__}: {exc}")
+print("\n".join(failed) or "every help printed")
+sys.exit(1 if failed else 0)
+"""
 
 
 def run(command: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -30,6 +72,21 @@ def run(command: list[str], cwd: Path, timeout: float = 300) -> subprocess.Compl
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, f"{command}: {result.stdout[-3000:]}{result.stderr[-3000:]}"
     return result
+
+
+def link_runtime_packages(target: Path) -> None:
+    """The files of every runtime distribution, top-level entries linked into ``target``."""
+    target.mkdir(parents=True)
+    for name in runtime_closure():
+        distribution = metadata.distribution(name)
+        base = Path(str(distribution.locate_file("")))
+        for file in distribution.files or []:
+            top = Path(file).parts[0]
+            if top == ".." or (target / top).exists() or top.endswith(".pth"):
+                continue
+            source = base / top
+            if source.exists():
+                (target / top).symlink_to(source)
 
 
 @pytest.fixture(scope="module")
@@ -43,16 +100,47 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         else:
             project.mkdir(exist_ok=True)
             shutil.copy2(source, project / name)
+    wheels = root / "wheels"
+    run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "--wheel-dir", str(wheels), str(project)],
+        cwd=root,
+    )  # fmt: skip
+    link_runtime_packages(root / "runtime-packages")
     venv = root / "venv"
     run([sys.executable, "-m", "venv", str(venv)], cwd=root)
     python = venv / "bin" / "python"
     own_site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root)
-    (Path(own_site.stdout.strip()) / "shared.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", str(project)],
-        cwd=root,
-    )
+    (Path(own_site.stdout.strip()) / "runtime.pth").write_text(f"{root / 'runtime-packages'}\n")
+    (wheel,) = wheels.glob("*.whl")
+    run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)], cwd=root)
     return venv
+
+
+def test_the_venv_sees_the_runtime_requirements_only(venv: Path, tmp_path: Path) -> None:
+    """The check below means something: a development-only package is not importable here."""
+    probe = "import importlib.util as u; print(*(u.find_spec(m) is not None for m in ('captum', 'kserve', 'torch')))"
+    assert run([str(venv / "bin" / "python"), "-c", probe], cwd=tmp_path).stdout.split() == [
+        "False",
+        "False",
+        "True",
+    ]
+
+
+def test_every_module_of_the_installed_package_imports(venv: Path, tmp_path: Path) -> None:
+    result = run([str(venv / "bin" / "python"), "-c", IMPORT_ALL], cwd=tmp_path, timeout=600)
+    assert result.stdout.strip() == "all imported", result.stdout
+
+
+def test_every_installed_command_answers_help(venv: Path, tmp_path: Path) -> None:
+    result = run([str(venv / "bin" / "python"), "-c", EVERY_HELP], cwd=tmp_path, timeout=600)
+    assert result.stdout.strip().endswith("every help printed"), result.stdout
+
+
+def test_the_installed_command_runs_a_real_job(venv: Path) -> None:
+    """`tsbatch doctor` in the checkout: the planner, the build records, torch on this CPU."""
+    result = run([str(venv / "bin" / "tsbatch"), "doctor"], cwd=REPO_ROOT, timeout=300)
+    assert "resnet18" in result.stdout, result.stdout[-2000:]
 
 
 def test_pip_install_puts_tsbatch_on_the_venvs_path_and_it_lists_every_job(

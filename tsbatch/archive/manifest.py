@@ -173,7 +173,7 @@ def add_manifest_arguments(parser: argparse.ArgumentParser, choose_models: bool 
 
 
 def parse_manifest_command(
-    description: str | None, argv: list[str] | None, *switches: str
+    description: str, argv: list[str] | None, *switches: str
 ) -> tuple[argparse.Namespace, Manifest, list[str]]:
     """Parse :func:`add_manifest_arguments` plus on/off ``switches`` (``--force``) for a
     command over the manifest's models: the arguments, the manifest and the chosen model

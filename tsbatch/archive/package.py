@@ -196,7 +196,12 @@ def private_store(
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, manifest, names = parse_manifest_command(__doc__, argv, "--force")
+    args, manifest, names = parse_manifest_command(
+        "Package exported models into model-store/ with the batch settings of config.properties "
+        "(seconds; run `tsbatch archive` first when nothing is exported).",
+        argv,
+        "--force",
+    )
     try:
         for name in names:
             package(manifest.model(name), manifest, args.properties, args.force)

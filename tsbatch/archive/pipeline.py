@@ -84,7 +84,12 @@ def export_if_needed(spec: ModelSpec, root: Path, force: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, manifest, names = parse_manifest_command(__doc__, argv, "--force-export")
+    args, manifest, names = parse_manifest_command(
+        "Build every model of models.yaml: export and verify it when its inputs changed "
+        "(or with --force-export), then package it with the settings of config.properties.",
+        argv,
+        "--force-export",
+    )
     for name in names:
         spec = manifest.model(name)
         try:

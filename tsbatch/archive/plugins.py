@@ -99,7 +99,8 @@ def build_all(output_dir: Path = PLUGINS_DIR) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description="Compile the TorchServe frontend plugins in plugins/ into build/plugins/*.jar "
+        "(needs a JDK 17; nothing is downloaded)."
     )
     parser.add_argument("--output-dir", type=Path, default=PLUGINS_DIR)
     args = parser.parse_args(argv)

@@ -182,7 +182,8 @@ def runnable_rows(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description="Serve the text classifier with our length-aware handler and with the usual "
+        "pad-to-128 handler (same model, same batch settings) and print throughput and latency side by side."
     )
     parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
     parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES)

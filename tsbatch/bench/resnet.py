@@ -238,7 +238,9 @@ def int8_line(served: dict[ServingCandidate, float]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description="Serve the image classifier under concurrent clients and run it in process at the "
+        "same batch size, one row per runtime and precision this machine can run, fp32 TorchScript first. "
+        "With --mar, serve any archive with your requests instead."
     )
     parser.add_argument("--shape", choices=["archive", "imagenet", "both"], default="both")
     parser.add_argument("--clients", type=int, default=16)

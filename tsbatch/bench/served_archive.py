@@ -58,7 +58,8 @@ def bench_archive(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description="Serve any archive with your requests and print its throughput and latency "
+        "percentiles under concurrent clients."
     )
     add_archive_options(parser)
     parser.add_argument("--clients", type=int, default=16)

@@ -57,7 +57,9 @@ def plugin_options_help() -> str:
 
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        description=__doc__,
+        description="Run Locust on the toolkit's locustfile against a running TorchServe and gate the "
+        "result on the SLA file; headless unless --ui. Options not listed here go to Locust as they are "
+        "(--locust-help lists them).",
         epilog=plugin_options_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,

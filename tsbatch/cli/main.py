@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -99,6 +100,18 @@ def dispatch(parser: argparse.ArgumentParser, commands: Sequence[Command], args:
     return run(command, rest, sub_prog)
 
 
+# What a shell reports for a program whose reader closed the pipe (128 + SIGPIPE).
+CLOSED_PIPE_STATUS = 141
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    return dispatch(top_parser(), list(COMMANDS.values()), args, PROGRAM)
+    try:
+        try:
+            return dispatch(top_parser(), list(COMMANDS.values()), args, PROGRAM)
+        finally:
+            sys.stdout.flush()  # here, not at exit, where a closed pipe could no longer be caught
+    except BrokenPipeError:
+        # The reader went away (`tsbatch ... --help | head -1`): end quietly, as shell tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return CLOSED_PIPE_STATUS

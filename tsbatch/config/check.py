@@ -352,7 +352,10 @@ def check_files(properties_path: Path, manifest_path: Path, include_archives: bo
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description="Check config.properties, models.yaml and the built archives, and say what is wrong "
+        "and what to change. Exits 1 on errors (and on warnings with --strict)."
+    )
     add_manifest_arguments(parser, choose_models=False)
     parser.add_argument("--no-archives", action="store_true", help="check the file only")
     parser.add_argument("--strict", action="store_true", help="warnings fail too")

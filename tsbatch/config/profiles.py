@@ -94,7 +94,8 @@ TARGET = CONTAINER.target
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description="Write the container and cluster configs (deploy/config.*.properties) from "
+        "config.properties, or with --check fail when they are out of date."
     )
     parser.add_argument("--source", type=Path, default=DEFAULT_PROPERTIES)
     parser.add_argument("--output-dir", type=Path, help="write the profiles here instead of deploy/")

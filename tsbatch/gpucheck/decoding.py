@@ -137,7 +137,8 @@ def served_rows(build: Path, threads: int, seconds: float, out: Path) -> list[di
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description="Decode JPEGs on the device against the CPU decode pool: images/s in process, "
+        "and requests/s served at 224x224 with each (a step of scripts/gpu_check.sh)."
     )
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument(

@@ -178,7 +178,9 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description="Serve every model at each reduced precision on the device through a real "
+        "TorchServe, then a short Locust run (serve), or print the GPU check's table (summary). "
+        "scripts/gpu_check.sh runs both."
     )
     parser.add_argument("action", choices=["serve", "summary"])
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from tsbatch.archive.manifest import Manifest, load_manifest
@@ -19,6 +20,7 @@ from tsbatch.config.properties import ADDRESS_KEYS, load_models, model_settings,
 from tsbatch.kinds.lookup import workload_for
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.process import (
+    ServerError,
     TorchServe,
     _read_pid,
     start_instance,
@@ -73,14 +75,18 @@ def start(run_dir: Path, properties: Path, timeout: float, manifest: Manifest | 
     if is_running(run_dir):
         print("[serve] restarting the running TorchServe so the current settings apply")
         stop(run_dir)
-    server = start_instance(
-        run_dir.resolve(),
-        manifest.model_store,
-        models,
-        source=properties,
-        private_ports=False,
-        timeout=timeout,
-    )
+    try:
+        server = start_instance(
+            run_dir.resolve(),
+            manifest.model_store,
+            models,
+            source=properties,
+            private_ports=False,
+            timeout=timeout,
+        )
+    except ServerError as exc:  # a worker that cannot load, or a frontend that exited: say why
+        print(f"[serve] FAILED: {exc}", file=sys.stderr)
+        return 1
     print_endpoints(server, models, run_dir, manifest)
     return 0
 
@@ -139,12 +145,27 @@ def status(run_dir: Path) -> int:
     return 0
 
 
+ACTION_HELP = {
+    "start": "Build what is missing or stale, start TorchServe in the background and wait until every "
+    "model is READY; then print the endpoints and a command that calls each model.",
+    "stop": "Stop the TorchServe that `tsbatch serve` started.",
+    "status": "Show the models of the running server, their batch settings and what each worker serves.",
+}
+
+
 def main(argv: list[str] | None = None, action: str = "start") -> int:
     """``tsbatch serve``, ``stop`` and ``status``: one parser, the action named by the command."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--run-dir", type=Path, default=REPO_ROOT / ".serve")
-    parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES)
-    parser.add_argument("--timeout", type=float, default=240)
+    parser = argparse.ArgumentParser(description=ACTION_HELP[action])
+    parser.add_argument(
+        "--run-dir",
+        type=Path,
+        default=REPO_ROOT / ".serve",
+        help="the server's logs and key file (default .serve)",
+    )
+    parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES, help="the TorchServe config")
+    parser.add_argument(
+        "--timeout", type=float, default=240, help="seconds to wait for every model to be READY (default 240)"
+    )
     args = parser.parse_args(argv)
     if action == "start":
         return start(args.run_dir, args.properties, args.timeout)

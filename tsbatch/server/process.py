@@ -33,10 +33,23 @@ from tsbatch.config.properties import (
     with_model_settings,
 )
 from tsbatch.paths import DEFAULT_PROPERTIES
+from tsbatch.server.worker_log import LogFollower, WorkerFailure, worker_failures
+
+# A death seen before its traceback's exception line is waited for this long (the worker
+# writes its traceback in pieces), then reported as it stands.
+TRACEBACK_GRACE_S = 2.0
 
 
 class ServerError(RuntimeError):
     """TorchServe did not start, or a model did not become ready; the log tail says why."""
+
+
+class WorkerLoadError(ServerError):
+    """A worker died while loading its model: the message leads with its exception line."""
+
+    def __init__(self, failure: WorkerFailure, log: Path) -> None:
+        super().__init__(f"{failure.describe()}\n(the whole log: {log})")
+        self.failure = failure
 
 
 def free_ports(count: int) -> list[int]:
@@ -111,6 +124,8 @@ class TorchServe:
     model_store: Path
     process: subprocess.Popen[bytes] | None = None
     session: requests.Session = field(default_factory=requests.Session)
+    # Where this instance's part of the model log begins (a restarted server appends to it).
+    model_log_offset: int = 0
 
     # ---- addresses and auth -------------------------------------------------------
     @property
@@ -201,6 +216,7 @@ class TorchServe:
             TS_DISABLE_SYSTEM_METRICS=env.get("TS_DISABLE_SYSTEM_METRICS", "false"),
         )
         self.key_file.unlink(missing_ok=True)
+        self.model_log_offset = LogFollower.end_of(self.model_log)
         command = [
             str(Path(sys.executable).parent / "torchserve"),
             "--start",
@@ -220,12 +236,26 @@ class TorchServe:
             self.stop()
             raise
 
+    @property
+    def model_log(self) -> Path:
+        return self.run_dir / "logs" / "model_log.log"
+
     def wait_ready(self, models: list[str], timeout: float) -> None:
+        """Wait until every model's workers are READY; a worker that dies while loading
+        ends the wait at once (:class:`WorkerLoadError`), as does the frontend exiting."""
         deadline = time.monotonic() + timeout
         pending = list(models)
+        follower = LogFollower(self.model_log, self.model_log_offset)
+        first_seen: dict[str, float] = {}
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 raise ServerError(f"TorchServe exited with {self.process.returncode}\n{self.log_tail()}")
+            for failure in worker_failures(follower.read()):
+                if failure.model not in pending:
+                    continue
+                seen = first_seen.setdefault(failure.model, time.monotonic())
+                if failure.complete or time.monotonic() - seen > TRACEBACK_GRACE_S:
+                    raise WorkerLoadError(failure, self.model_log)
             auth_off = self.properties.get("disable_token_authorization", "false").lower() == "true"
             if auth_off or self.key_file.exists():
                 # the key file may exist but still be half written: try again next round

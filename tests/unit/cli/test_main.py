@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,48 @@ def test_each_command_help_names_it_and_shows_an_example(
     assert "\nexample" in text
     for example in command.examples:
         assert f"\n  {example}" in text
+
+
+# What a developer's docstring has and a user's help must not: reStructuredText roles and
+# literals, and the toolkit's own module names.
+DEVELOPER_MARKUP = re.compile(r"``|:(?:func|class|meth|mod|attr):|\b(?:tsbatch|batchkit)[./][a-z_]")
+
+
+def description_of(help_text: str) -> str:
+    """The paragraph argparse prints between the usage lines and the first list of arguments."""
+    after_usage = help_text.split("\n\n", 1)[1]
+    return after_usage.split("\n\n", 1)[0]
+
+
+@pytest.mark.parametrize(
+    "words,command", LEAVES, ids=lambda value: " ".join(value) if isinstance(value, list) else ""
+)
+def test_each_command_help_is_written_for_users(
+    words: list[str], command: Command, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One or two plain sentences, then the options and an example: no docstring, no markup."""
+    with pytest.raises(SystemExit):
+        main([*words, "--help"])
+    text = capsys.readouterr().out
+    assert not DEVELOPER_MARKUP.search(text), DEVELOPER_MARKUP.search(text)
+    description = " ".join(description_of(text).split())
+    assert not description.startswith(("usage:", "options:", "positional")), text[:400]
+    sentences = re.findall(r"[.!?](?:\s|$)", description)
+    assert 1 <= len(sentences) <= 3 and len(description) <= 360, description
+
+
+def test_a_closed_stdout_ends_quietly() -> None:
+    """`tsbatch export-text --help | head -1`: no BrokenPipeError traceback."""
+    result = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {sys.executable} -m tsbatch export-text --help | head -1"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.stdout.startswith("usage: tsbatch export-text"), result.stdout
+    assert result.stderr == "", result.stderr
+    assert result.returncode in (0, 141)
 
 
 @pytest.mark.parametrize(

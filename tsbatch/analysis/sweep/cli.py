@@ -73,15 +73,24 @@ def in_process_target(mar: Path) -> str:
     return info.model
 
 
+def stand_in_names() -> str:
+    """The stand-ins of this checkout's manifest; outside a checkout, how they are named."""
+    try:
+        return " / ".join(stand_in_specs(load_manifest()))
+    except (OSError, ValueError):
+        return "<model>-<kind's stand-in>, from the models.yaml of a checkout"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description="Time the exported models in process at batch sizes 1, 2, 4, ... and write the "
+        "curves, plots and a summary naming the knee and the largest batch within the latency budget."
     )
     parser.add_argument(
         "--target",
         action="append",
         help="manifest model (default: all of them), or its random-weight stand-in, timing only: "
-        + " / ".join(stand_in_specs(load_manifest())),
+        + stand_in_names(),
     )
     parser.add_argument(
         "--max-batch", type=int, default=64, help="largest batch size (powers of two up to it)"

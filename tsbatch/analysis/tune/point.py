@@ -30,7 +30,7 @@ from tsbatch.archive.manifest import Manifest, ModelSpec
 from tsbatch.archive.package import private_store
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.metrics import mean_formed_batch
-from tsbatch.server.process import TorchServe, start_instance
+from tsbatch.server.process import TorchServe, WorkerLoadError, start_instance
 from tsbatch.workloads.traffic import Traffic
 
 
@@ -47,6 +47,10 @@ def describe_point(point: TunePoint) -> str:
         f"p95 {point.p95_ms:6.0f}  p99 {point.p99_ms:6.0f} ms  errors {point.error_rate:6.2%}  "
         f"mean batch {batch:>5}  ({point.requests} req, {point.seconds:.0f} s)"
     )
+
+
+class EveryPointFails(RuntimeError):
+    """Two points in a row lost their worker to the same load error: no setting can help."""
 
 
 def check_served(server: TorchServe, point: TunePoint) -> None:
@@ -75,6 +79,7 @@ class PointRunner:
         self.model, self.properties, self.workload = model, properties, workload
         self.load, self.work_dir, self.log_dir, self.log = load, work_dir, log_dir, log
         self.stopping: list[threading.Thread] = []
+        self.last_load_error: str | None = None
 
     def __call__(self, batch_size: int, delay_ms: int, workers: int) -> TunePoint:
         model = self.model
@@ -84,6 +89,7 @@ class PointRunner:
         )
         started = time.perf_counter()
         server: TorchServe | None = None
+        load_error: tuple[WorkerLoadError, Path] | None = None  # and the point's kept log
         try:
             server = self.serve(point, point_dir)
             check_served(server, point)
@@ -91,11 +97,22 @@ class PointRunner:
         except Exception as exc:  # a point that cannot run is reported; the search goes on
             message = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
             point = replace(point, failure=message, seconds=round(time.perf_counter() - started, 1))
-            self.keep_log(point, server, exc)
+            kept = self.keep_log(point, server, exc)
+            if isinstance(exc, WorkerLoadError):
+                load_error = (exc, kept)
         finally:
             self.retire(server, point_dir)
         self.log(describe_point(point))
+        self.stop_if_hopeless(load_error)
         return point
+
+    def stop_if_hopeless(self, load_error: tuple[WorkerLoadError, Path] | None) -> None:
+        """A load error that the point before also hit does not depend on the settings."""
+        reason = load_error[0].failure.exception if load_error else None
+        if load_error is not None and reason == self.last_load_error:
+            error, kept = load_error
+            raise EveryPointFails(f"{error.failure.describe()}\n(the point's log: {kept})")
+        self.last_load_error = reason
 
     def serve(self, point: TunePoint, point_dir: Path) -> TorchServe:
         """A private TorchServe serving the point's own archive."""
@@ -154,11 +171,12 @@ class PointRunner:
             thread.join()
         self.stopping.clear()
 
-    def keep_log(self, point: TunePoint, server: TorchServe | None, exc: BaseException) -> None:
+    def keep_log(self, point: TunePoint, server: TorchServe | None, exc: BaseException) -> Path:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         path = self.log_dir / f"{point.model}_{point.short_label.replace(' ', '_')}.log"
         tail = server.log_tail(80) if server is not None else ""
         path.write_text(f"{type(exc).__name__}: {exc}\n\n{tail}\n")
+        return path
 
 
 class ManifestPointRunner(PointRunner):

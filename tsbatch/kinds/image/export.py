@@ -197,7 +197,11 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description="Export an image classifier to TorchScript and check it against the eager model. "
+        "Weights come from --weights, else torchvision's ImageNet weights, else a model trained here "
+        "on handwritten digits."
+    )
     parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
     parser.add_argument("--model", help="the manifest's image model (default: its first)")
     parser.add_argument(

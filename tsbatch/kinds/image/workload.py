@@ -8,10 +8,11 @@ from tsbatch.workloads.payloads import Payload, image_pool
 from tsbatch.workloads.schemas import object_problems, probability_problems, sorted_desc_problems
 from tsbatch.workloads.workload import Workload
 
-# Writes digit.png, a real handwritten digit, for the sample call.
+# Writes digit.png, a real handwritten 7 drawn dark on white as the digits model was trained
+# (tsbatch.workloads.images.ink_pictures), for the sample call.
 DIGIT_PNG = (
     ".venv/bin/python -c 'from PIL import Image; from sklearn.datasets import load_digits; "
-    'Image.fromarray((load_digits().images[7] * 15).astype("uint8")).resize((32, 32)).save("digit.png")\''
+    'Image.fromarray((255 - load_digits().images[7] * 255 / 16).astype("uint8")).resize((32, 32)).save("digit.png")\''
 )
 
 

@@ -143,4 +143,10 @@ def run_command(
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command(__doc__ or "", argv, train_from_settings, "train")
+    return run_command(
+        "Fine-tune a text classifier on labelled utterances and write its training report "
+        "(accuracy, out-of-scope recall, the gates), without building an archive.",
+        argv,
+        train_from_settings,
+        "train",
+    )

@@ -242,4 +242,10 @@ def export(spec: ModelSpec, settings: TextModel | None = None, out: Path | None 
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command(__doc__ or "", argv, export, "export")
+    return run_command(
+        "Train a text classifier (on our intents or your data), export it to TorchScript, check it "
+        "against the eager model and write the files an archive needs into build/<model>/.",
+        argv,
+        export,
+        "export",
+    )

@@ -138,7 +138,8 @@ def render_csv(examples: Sequence[Example]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description="Split the raw intent utterances into the train, validation and test files the "
+        "build reads; near-duplicates stay in one split. --check fails when the committed files are stale."
     )
     parser.add_argument("--raw", type=Path, nargs="+", help="raw CSV files (default: data/intents/raw/*.csv)")
     parser.add_argument("--out", type=Path, default=INTENT_DATA_DIR)
