@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.support import private_port_entries
 from tsbatch.paths import REPO_ROOT
-from tsbatch.server.process import TorchServe, WorkerLoadError, free_ports, worker_port_base
+from tsbatch.server.process import TorchServe, WorkerLoadError
 
 ARCHIVER = Path(sys.executable).parent / "torch-model-archiver"
 MODEL = "needs_a_package"
@@ -41,14 +42,9 @@ def broken_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_start_stops_at_the_first_death_with_its_exception(broken_archive: Path, tmp_path: Path) -> None:
-    inference, management, metrics, grpc, grpc_management = free_ports(5)
     properties = tmp_path / "config.properties"
-    properties.write_text(
-        f"inference_address=http://127.0.0.1:{inference}\nmanagement_address=http://127.0.0.1:{management}\n"
-        f"metrics_address=http://127.0.0.1:{metrics}\ngrpc_inference_port={grpc}\n"
-        f"grpc_management_port={grpc_management}\ninitial_worker_port={worker_port_base()}\n"
-        f"load_models={MODEL}.mar\n"
-    )
+    entries = {**private_port_entries(), "load_models": f"{MODEL}.mar"}
+    properties.write_text("".join(f"{key}={value}\n" for key, value in entries.items()))
     server = TorchServe(run_dir=tmp_path, properties_path=properties, model_store=broken_archive.parent)
     started = time.monotonic()
     with pytest.raises(WorkerLoadError) as failed:
