@@ -49,7 +49,8 @@ mkdir -p "$REPORT_DIR" && REPORT_DIR=$(cd "$REPORT_DIR" && pwd)
 MAX_BATCH=${GPU_CHECK_MAX_BATCH:-64}
 DEVICE=${GPU_CHECK_DEVICE:-cuda} # cpu: a smoke run of this script on a machine without a GPU
 ITERS=${GPU_CHECK_ITERS:-10}
-PRECISIONS=${GPU_CHECK_PRECISIONS:-bf16,fp16} # served through TorchServe in step 3
+# Served through TorchServe in step 3; default: bf16,fp16 on a GPU, the CPU's own on a CPU.
+PRECISIONS=${GPU_CHECK_PRECISIONS:-}
 LOCUST_TIME=${GPU_CHECK_LOCUST_TIME:-20s}
 LOCUST_USERS=${GPU_CHECK_LOCUST_USERS:-16}
 DECODE_THREADS=${GPU_CHECK_DECODE_THREADS:-4}  # the CPU decode pool the device is measured against
@@ -152,9 +153,11 @@ say "sweep finished with status $sweep_status in $(( $(date +%s) - started )) s;
 
 started=$(date +%s)
 if [ -f build/resnet18/model.pt ] && [ -f build/bert_intent/model.pt ]; then
-  say "serving $PRECISIONS through TorchServe on $DEVICE, then Locust (logs: $REPORT_DIR/serve-*/logs)"
+  say "serving ${PRECISIONS:-the device's precisions} through TorchServe on $DEVICE, then Locust (logs: $REPORT_DIR/serve-*/logs)"
   "$PY" -m tsbatch archive >>"$LOG" 2>&1 # package what step 1 exported (seconds)
-  "$PY" -m tsbatch gpu-check serve --device "$DEVICE" --precisions "$PRECISIONS" --out "$REPORT_DIR" \
+  PRECISION_ARGS=()
+  [ -n "$PRECISIONS" ] && PRECISION_ARGS=(--precisions "$PRECISIONS")
+  "$PY" -m tsbatch gpu-check serve --device "$DEVICE" "${PRECISION_ARGS[@]}" --out "$REPORT_DIR" \
     --locust-time "$LOCUST_TIME" --locust-users "$LOCUST_USERS" 2>&1 | tee -a "$LOG"
   say "serving finished in $(( $(date +%s) - started )) s"
   started=$(date +%s)

@@ -29,7 +29,6 @@ def test_gpu_check_runs_every_step_and_ends_with_one_table(model_store: Path, tm
         "GPU_CHECK_BUILD": "0",
         "GPU_CHECK_MAX_BATCH": "2",
         "GPU_CHECK_ITERS": "2",
-        "GPU_CHECK_PRECISIONS": precision,
         "GPU_CHECK_LOCUST_TIME": "6s",
         "GPU_CHECK_LOCUST_USERS": "4",
         "GPU_CHECK_DECODE_THREADS": "2",

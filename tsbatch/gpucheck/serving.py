@@ -24,9 +24,11 @@ from typing import Any
 
 import torch
 
+from batchkit.candidates import ServingCandidate
 from batchkit.precision import PRECISION_ENV, REQUIRE_CUDA_ENV
 from batchkit.tolerance import probabilities_disagree
 from tsbatch.archive import artifacts
+from tsbatch.archive.compiled import host_targets
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.kinds.lookup import workload_for
 from tsbatch.paths import REPO_ROOT
@@ -176,6 +178,14 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def default_precisions(device: str) -> str:
+    """A GPU serves both reduced precisions; a CPU smoke run checks the one its build compiles
+    (fp16 has no CPU serving path, so asking for it there could only fail)."""
+    if device == "cuda":
+        return "bf16,fp16"
+    return ServingCandidate.parse(host_targets()[0]).precision
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Serve every model at each reduced precision on the device through a real "
@@ -184,7 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("action", choices=["serve", "summary"])
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    parser.add_argument("--precisions", default="bf16,fp16")
+    parser.add_argument(
+        "--precisions",
+        help="comma-separated (default: bf16,fp16 on cuda; on cpu, the precision this CPU serves)",
+    )
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "gpu-check")
     parser.add_argument(
         "--sweep-status", type=int, default=None, help="the sweep's exit status, for the summary"
@@ -196,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     results = args.out / RESULTS_FILE
     if args.action == "serve":
         rows = []
-        for index, precision in enumerate(args.precisions.split(",")):
+        for index, precision in enumerate((args.precisions or default_precisions(args.device)).split(",")):
             locust = (args.locust_time, args.locust_users) if index == 0 else None
             try:
                 rows += serve_precision(precision, args.device, args.out, load_manifest().model_store, locust)
