@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-# What TorchServe's Python worker logs when loading fails (ts/model_service_worker.py):
+# What TorchServe's Python worker logs when loading fails (its model_service_worker module):
 # any exception kills the process; RuntimeError and MemoryError are logged and answered 500/507.
 DEATH_MARKERS = ("Backend worker process died", "Failed to load model", "cpu OOM", "cuda OOM")
 # "<time> [INFO ] W-9000-resnet18_1.0-stdout MODEL_LOG - <message>": one worker's own line.
