@@ -153,7 +153,7 @@ say "sweep finished with status $sweep_status in $(( $(date +%s) - started )) s;
 
 started=$(date +%s)
 if [ -f build/resnet18/model.pt ] && [ -f build/bert_intent/model.pt ]; then
-  say "serving ${PRECISIONS:-the device's precisions} through TorchServe on $DEVICE, then Locust (logs: $REPORT_DIR/serve-*/logs)"
+  say "serving ${PRECISIONS:-the default precisions of $DEVICE} through TorchServe on $DEVICE, then Locust (logs: $REPORT_DIR/serve-*/logs)"
   "$PY" -m tsbatch archive >>"$LOG" 2>&1 # package what step 1 exported (seconds)
   PRECISION_ARGS=()
   [ -n "$PRECISIONS" ] && PRECISION_ARGS=(--precisions "$PRECISIONS")

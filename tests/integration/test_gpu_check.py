@@ -44,7 +44,9 @@ def test_gpu_check_runs_every_step_and_ends_with_one_table(model_store: Path, tm
         text=True,
         timeout=600,
     )
-    table = (out / "summary_table.md").read_text()
+    summary = out / "summary_table.md"
+    assert summary.is_file(), result.stdout[-3000:] + result.stderr[-3000:]
+    table = summary.read_text()
     rows = [line.split(" | ") for line in table.splitlines()[2:]]
     steps = {row[0].lstrip("| ") for row in rows}
     assert {"build gate", "sweep", f"serve {precision}", "decode", "serve decode"} <= steps, table
