@@ -20,6 +20,7 @@ class RequestError:
     status: int
     code: str
     message: str
+    retry_after_s: int | None = None  # sent as Retry-After: when a retry may be answered
 
     @property
     def phrase(self) -> str:
@@ -37,9 +38,9 @@ class RequestRejected(Exception):
         self.message = message
 
     @classmethod
-    def error(cls, message: str) -> RequestError:
+    def error(cls, message: str, retry_after_s: int | None = None) -> RequestError:
         """The error this rejection stands for, made without raising."""
-        return RequestError(int(cls.status), cls.code, message)
+        return RequestError(int(cls.status), cls.code, message, retry_after_s)
 
 
 class InvalidInput(RequestRejected):
@@ -54,6 +55,20 @@ class InvalidImage(InvalidInput):
 
 class InvalidText(InvalidInput):
     code = "invalid_text"
+
+
+class InvalidDeadline(InvalidInput):
+    """The deadline header is not a time the batch core can compare with its clock."""
+
+    code = "invalid_deadline"
+
+
+class DeadlineExceeded(RequestRejected):
+    """The request's deadline has passed, or would pass before its batch finished: answered
+    before decode and compute, so its batch-mates get the time."""
+
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+    code = "deadline_exceeded"
 
 
 class PayloadTooLarge(RequestRejected):

@@ -15,6 +15,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Generic
 
@@ -23,7 +24,8 @@ import torch
 from batchkit.batching import decode_each, run_batch
 from batchkit.binary_tensors import BINARY_CONTENT_TYPE, HEADER_LENGTH, BinaryBody, header_length_of
 from batchkit.config import ConfigT, from_mapping
-from batchkit.errors import error_for_exception
+from batchkit.deadlines import DeadlinePolicy
+from batchkit.errors import DeadlineExceeded, RequestError, error_for_exception
 from batchkit.flatten import flatten, regroup
 from batchkit.loader import ServedModel
 from batchkit.metrics import BatchReport, emit
@@ -57,6 +59,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         self.labels: list[str] = []
         self.top_k = 0
         self.last_report: BatchReport | None = None
+        self.deadlines = DeadlinePolicy()
 
     # ---- TorchServe entry points -------------------------------------------------
     def initialize(self, context: Any) -> None:
@@ -86,9 +89,13 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
     def handle(self, data: list[Any], context: Any) -> list[Any]:
         if is_describe_call(context):
             return [json.dumps(self.describe())]
+        now_ms = time.time() * 1000  # deadlines are Unix times: the wall clock, not a monotonic one
+        headers = [request_headers(context, index) for index in range(len(data))]
         try:
             responses, report = self.process(
-                data, [request_header_length(context, i) for i in range(len(data))]
+                data,
+                [header_length_of(each) for each in headers],
+                [self.deadlines.verdict(each, now_ms) for each in headers],
             )
         except Exception as exc:
             logger.exception("batch failed outside the per-request pipeline")
@@ -97,19 +104,26 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
             responses = [ErrorReply(error, error_body(error, Protocol.SINGLE)) for _ in data]
             report = BatchReport(batch_size=len(data), max_batch_size=self.max_batch_size)
         self.last_report = report
+        if report.inputs > report.rejected_inputs:  # the model ran: how long a batch takes now
+            self.deadlines.observe(report.preprocess_ms + report.inference_ms + report.postprocess_ms)
         bodies = [self.respond(context, index, value) for index, value in enumerate(responses)]
         emit(getattr(context, "metrics", None), self.model_name, report)
         return bodies
 
     # ---- pipeline ---------------------------------------------------------------
     def process(
-        self, data: list[Any], header_lengths: list[str | None] | None = None
+        self,
+        data: list[Any],
+        header_lengths: list[str | None] | None = None,
+        verdicts: list[RequestError | None] | None = None,
     ) -> tuple[list[Any], BatchReport]:
         """The batch core on this handler's stages, and the report of what it did.
 
         Every input of every request is flattened into one model batch, run once, and
         regrouped into each request's response, in the request's own protocol.
-        ``header_lengths`` holds each request's Inference-Header-Content-Length header.
+        ``header_lengths`` holds each request's Inference-Header-Content-Length header;
+        ``verdicts`` the error each request's deadline answers it with before any decode
+        (``deadlines.DeadlinePolicy``), or None to compute it.
         """
         lengths = header_lengths or [None] * len(data)
         limit = self.config.max_inputs_per_request
@@ -117,6 +131,13 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
             parse_request(request, self.input_schema, limit, self.model_name, length)
             for request, length in zip(data, lengths, strict=True)
         ]
+        answered_early = {
+            index: verdict
+            for index, verdict in enumerate(verdicts or [None] * len(data))
+            if verdict is not None and parsed[index].error is None  # a bad envelope keeps its own error
+        }
+        for index, verdict in answered_early.items():  # answered in its own protocol, never decoded
+            parsed[index] = replace(parsed[index], inputs=[], error=verdict)
         flat = flatten([request.inputs for request in parsed])
         run = run_batch(flat.inputs, self.decode_batch, self.infer_guarded, self.encode)
         responses = [
@@ -132,6 +153,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
             preprocess_ms=run.decode_ms,
             inference_ms=run.infer_ms,
             postprocess_ms=run.encode_ms,
+            shed_requests=sum(error.code == DeadlineExceeded.code for error in answered_early.values()),
         )
         self.annotate(report, run.outputs)
         return responses, report
@@ -158,6 +180,8 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
             if context is not None:
                 context.set_response_status(value.error.status, value.error.phrase, index)
                 context.set_response_content_type(index, JSON_CONTENT_TYPE)
+                if value.error.retry_after_s is not None:
+                    context.set_response_header(index, "Retry-After", str(value.error.retry_after_s))
             return value.body
         if isinstance(value, BinaryBody):
             if context is not None:
@@ -229,8 +253,8 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         """Synthetic decoded items for warm-up."""
 
 
-def request_header_length(context: Any, index: int) -> str | None:
-    """Request ``index``'s Inference-Header-Content-Length header, when TorchServe gave one."""
+def request_headers(context: Any, index: int) -> dict[str, str]:
+    """Request ``index``'s HTTP headers as TorchServe forwards them (every one, in the client's case)."""
     if context is None:
-        return None
-    return header_length_of(context.get_all_request_header(index) or {})
+        return {}
+    return dict(context.get_all_request_header(index) or {})

@@ -27,6 +27,8 @@ COUNTER_METRICS = {
     "RejectedRequestsTotal": "count",
     "BatchedInputsTotal": "count",
     "RejectedInputsTotal": "count",
+    # Requests answered 503 before decode because their deadline passed or would (deadlines.py).
+    "ShedRequestsTotal": "count",
     "PaddedTokensTotal": "count",
     "RealTokensTotal": "count",
     # Summed stage times: a window's mean per batch is the rise over the rise of BatchesTotal.
@@ -60,6 +62,7 @@ class BatchReport:
     batch_size: int
     max_batch_size: int
     rejected_requests: int = 0  # requests answered with an error status
+    shed_requests: int = 0  # of those, answered at once because of their deadline
     # Inputs: a request may carry several; the model ran on inputs - rejected_inputs.
     inputs: int = 0
     rejected_inputs: int = 0
@@ -99,6 +102,7 @@ class BatchReport:
             "BatchesTotal": 1.0,
             "BatchedRequestsTotal": float(self.batch_size),
             "RejectedRequestsTotal": float(self.rejected_requests),
+            "ShedRequestsTotal": float(self.shed_requests),
             "PreprocessMsTotal": self.preprocess_ms,
             "InferenceMsTotal": self.inference_ms,
             "PostprocessMsTotal": self.postprocess_ms,

@@ -27,6 +27,7 @@ from gevent.pool import Pool
 from locust import FastHttpUser, LoadTestShape, task
 from locust.exception import ResponseError
 
+from batchkit.deadlines import DEADLINE_HEADER
 from tsbatch.client.auth import auth_headers
 from tsbatch.client.schedule import poisson_arrivals
 from tsbatch.config.properties import read_properties
@@ -97,7 +98,7 @@ class TorchServeUser(FastHttpUser):
         with self.client.post(
             f"/predictions/{model}",
             data=payload.body,
-            headers={**self.headers, "Content-Type": payload.content_type},
+            headers={**self.headers, "Content-Type": payload.content_type, **self.deadline(model)},
             name=self.stats_name(model),
             catch_response=True,
             context={"sla_model": model},
@@ -110,6 +111,14 @@ class TorchServeUser(FastHttpUser):
                 response.failure("; ".join(problems[:3]))
             else:
                 response.success()
+
+    def deadline(self, model: str) -> dict[str, str]:
+        """The request's deadline header (its model's p99 target from now), unless --no-deadlines:
+        the server sheds what would be too late anyway, and the 503 counts as an error."""
+        slas = STATE.config.slas if STATE.config is not None else {}
+        if self.environment.parsed_options.no_deadlines or model not in slas:
+            return {}
+        return {DEADLINE_HEADER: f"{slas[model].deadline_ms(time.time()):.0f}"}
 
     def stats_name(self, model: str) -> str:
         return model

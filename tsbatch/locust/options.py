@@ -64,6 +64,12 @@ def add_options(parser: Any) -> None:
         help="closed: each user waits for its answer before the next request; open: requests on a schedule",
     )
     parser.add_argument(
+        "--no-deadlines",
+        action="store_true",
+        default=False,
+        help="send no X-Request-Deadline-Ms (by default each request's deadline is its model's p99 target from now)",
+    )
+    parser.add_argument(
         "--think-time", type=float, default=0.0, help="closed loop: seconds between a user's requests"
     )
     parser.add_argument(

@@ -49,6 +49,8 @@ def figure_rows(figures: ServerFigures, restarts_unknown_why: str | None = None)
     ]
     if figures.padding_efficiency is not None:
         rows.append(("padding efficiency", f"{figures.padding_efficiency:.0%} real tokens"))
+    if figures.shed is not None:
+        rows.append(("shed for their deadline (503)", f"{figures.shed} of {figures.requests} requests"))
     restarts = "unknown" if figures.worker_restarts is None else str(figures.worker_restarts)
     if figures.worker_restarts is None and restarts_unknown_why:
         restarts += f" ({restarts_unknown_why})"

@@ -38,6 +38,11 @@ class Sla:
     max_queue_ms: float | None = None
     max_worker_restarts: float | None = None
 
+    def deadline_ms(self, sent_at_s: float) -> float:
+        """The deadline a request sent at ``sent_at_s`` (Unix seconds) carries: an answer
+        later than the p99 target is of no use to this SLA, so the server may shed it."""
+        return sent_at_s * 1000 + self.p99_ms
+
     @property
     def server_targets(self) -> dict[str, float]:
         """The optional server targets this profile sets."""

@@ -21,6 +21,7 @@ STAGES = ("preprocess", "inference", "postprocess")
 SERVER_COUNTERS = (
     "BatchesTotal",
     "BatchedRequestsTotal",
+    "ShedRequestsTotal",
     "PreprocessMsTotal",
     "InferenceMsTotal",
     "PostprocessMsTotal",
@@ -85,6 +86,7 @@ class ServerFigures:
     padding_efficiency: float | None
     settings: BatchSettings | None = None
     worker_restarts: int | None = None
+    shed: int | None = None  # answered 503 before compute for their deadline; None: not exported
 
     @property
     def seconds(self) -> float:
@@ -121,6 +123,7 @@ class ServerFigures:
             **{f"{stage}_ms": self.stage_ms(stage) for stage in STAGES},
             "padding_efficiency": self.padding_efficiency,
             "worker_restarts": self.worker_restarts,
+            "shed": self.shed,
             "settings": None if self.settings is None else vars(self.settings),
         }
 
@@ -164,6 +167,7 @@ def figures_between(
         padding_efficiency=_ratio(rise("RealTokensTotal"), rise("PaddedTokensTotal")),
         settings=settings,
         worker_restarts=restarts,
+        shed=None if (shed := rise("ShedRequestsTotal")) is None else int(shed),
     )
 
 

@@ -135,3 +135,7 @@ def test_the_server_view_refuses_config_addresses_for_another_host(tmp_path: Pat
     assert refusal is not None and "give --metrics-url" in refusal
     given = SimpleNamespace(metrics_url="http://torchserve.internal:8082")
     assert server_view_refusal(given, "http://torchserve.internal:8080", properties) is None
+
+
+def test_requests_carry_deadlines_unless_told_not_to() -> None:
+    assert parse().no_deadlines is False and parse("--no-deadlines").no_deadlines is True

@@ -26,7 +26,9 @@ def scraped_state(unreachable: str | None = None) -> LoadTestState:
     else:
         view.snapshots["resnet18"] = [
             ServerSnapshot(
-                100.0 + t, {"BatchesTotal": 8.0 * t, "BatchedRequestsTotal": 20.0 * t}, frozenset({7})
+                100.0 + t,
+                {"BatchesTotal": 8.0 * t, "BatchedRequestsTotal": 20.0 * t, "ShedRequestsTotal": 1.0 * t},
+                frozenset({7}),
             )
             for t in range(0, 12, 2)
         ]
@@ -43,6 +45,7 @@ def test_rows_show_the_batches_against_the_configured_size() -> None:
     assert rows["server: batches / requests"] == "64 / 160 in 8.0 s"  # scrapes at 102 .. 110
     assert rows["server: queue time (a request)"] == "-"  # TorchServe's own counters absent here
     assert rows["server: worker restarts"] == "0"
+    assert rows["server: shed for their deadline (503)"] == "8 of 160 requests"
     assert rows["server: batch settings (management API)"] == "batchSize 8, maxBatchDelay 10 ms, workers 1-1"
     lines = console_lines(state.server_view, Window(102.0, 110.0))
     assert "  resnet18: mean batch size = 2.50 of 8 (31% full)" in lines

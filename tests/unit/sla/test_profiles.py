@@ -83,3 +83,8 @@ def test_command_line_targets_override_the_file_and_cover_models_without_an_entr
 def test_a_command_line_target_must_be_a_number(value: object) -> None:
     with pytest.raises(SlaError, match="--p99-ms"):
         option_targets({"p99_ms": value})
+
+
+def test_a_requests_deadline_is_its_p99_target_from_when_it_was_sent() -> None:
+    sla = load_profile("cpu")["resnet18"]
+    assert sla.deadline_ms(1_800_000_000.25) == 1_800_000_000_250 + sla.p99_ms

@@ -45,6 +45,9 @@ def test_figures_are_rises_between_two_scrapes() -> None:
     assert (figures.preprocess_ms, figures.inference_ms, figures.postprocess_ms) == pytest.approx((2, 20, 1))
     assert figures.handler_ms == pytest.approx(23.0)
     assert figures.padding_efficiency is None  # no token counters: an image model
+    assert figures.shed is None  # an archive built before deadlines: unknown, not zero
+    shedding = ServerSnapshot(20.0, {**snapshot(20.0, 105, 305).counters, "ShedRequestsTotal": 12.0})
+    assert figures_between("resnet18", snapshot(10.0, 5, 5), shedding).shed == 12
 
 
 def test_counters_the_server_does_not_export_give_no_figure_instead_of_zero() -> None:

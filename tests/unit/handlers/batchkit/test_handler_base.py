@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +165,25 @@ def test_a_v2_body_naming_another_model_fails_alone_in_the_protocol_shape(
     }
     assert responses[2] == {"value": 10, "label": "odd"}
     assert context.statuses == {0: (400, "Bad Request"), 1: (400, "Bad Request")}
+
+
+def test_a_late_request_is_answered_503_before_decode_and_its_batch_mates_run(
+    model_dir, fake_context_factory
+) -> None:
+    """Expired, on time and no deadline in one batch: only the expired one is shed, never
+    decoded (its body is not even a number), with Retry-After and the shed counted."""
+    handler = DoublingHandler()
+    context = started(handler, model_dir, fake_context_factory)
+    now_ms = time.time() * 1000
+    context.request_headers = {
+        0: {"X-Request-Deadline-Ms": str(now_ms - 1000)},
+        1: {"x-request-deadline-ms": str(now_ms + 60_000)},
+    }
+    bodies = handler.handle([{"body": "not a number"}, {"body": 3}, {"body": 4}], context)
+    assert [context.status(i) for i in range(3)] == [503, 200, 200]
+    assert bodies[0]["error"]["type"] == "deadline_exceeded" and "passed" in bodies[0]["error"]["message"]
+    assert context.response_headers[0]["Retry-After"] == "1"
+    assert [body["value"] for body in bodies[1:]] == [6, 8]
+    report = handler.last_report
+    assert report is not None and (report.shed_requests, report.rejected_requests, report.inputs) == (1, 1, 2)
+    assert handler.deadlines.batches_seen == 1, "the batch that ran teaches the policy its time"

@@ -23,6 +23,7 @@ def test_a_report_without_padding_emits_no_token_figures() -> None:
         "BatchesTotal": 1.0,
         "BatchedRequestsTotal": 3.0,
         "RejectedRequestsTotal": 1.0,
+        "ShedRequestsTotal": 0.0,
         "PreprocessMsTotal": 0.0,
         "InferenceMsTotal": 0.0,
         "PostprocessMsTotal": 0.0,

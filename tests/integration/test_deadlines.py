@@ -1,0 +1,72 @@
+"""Deadline shedding inside a batch, through a real TorchServe: the frontend forwards the
+client's X-Request-Deadline-Ms header, the batch core answers the late request 503 before
+decode and compute, and its batch-mates get their answers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.integration.test_resnet_serving import digit_png
+from tsbatch.server.process import TorchServe
+
+MODEL = "resnet18"
+# A batch of three fills at once; the delay only matters if a request is slow to arrive.
+BATCHING = {MODEL: {"batchSize": 3, "maxBatchDelay": 2000}}
+COUNTED = ["ShedRequestsTotal", "BatchesTotal", "BatchedRequestsTotal"]
+
+
+@pytest.fixture(scope="module")
+def server(start_server, model_store: Path) -> TorchServe:
+    return start_server(model_store, models=[MODEL], model_overrides=BATCHING)
+
+
+def test_expired_on_time_and_no_deadline_in_one_batch(server: TorchServe) -> None:
+    url = f"{server.url('inference')}/predictions/{MODEL}"
+    now_ms = time.time() * 1000
+    deadlines = {"expired": now_ms - 5000, "on time": now_ms + 120_000, "none": None}
+    answers: dict[str, requests.Response] = {}
+
+    def send(name: str, deadline: float | None) -> None:
+        headers = {**server.headers("inference"), "Content-Type": "application/octet-stream"}
+        if deadline is not None:
+            headers["X-Request-Deadline-Ms"] = f"{deadline:.0f}"
+        answers[name] = requests.post(url, data=digit_png(7, 32), headers=headers, timeout=60)
+
+    before = server.model_counters(MODEL, COUNTED)
+    threads = [threading.Thread(target=send, args=item) for item in deadlines.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    after = server.settled_counters(
+        MODEL, COUNTED, at_least={"BatchedRequestsTotal": before["BatchedRequestsTotal"] + 3}
+    )
+
+    expired = answers["expired"]
+    assert expired.status_code == 503, expired.text
+    assert expired.json()["error"]["type"] == "deadline_exceeded", expired.text
+    assert "passed" in expired.json()["error"]["message"] and expired.headers.get("Retry-After") == "1"
+    for name in ("on time", "none"):
+        assert answers[name].status_code == 200, answers[name].text
+        assert answers[name].json()["predictions"][0]["label"] == "7"
+    assert after["ShedRequestsTotal"] - before["ShedRequestsTotal"] == 1
+    assert after["BatchesTotal"] - before["BatchesTotal"] == 1, "the three came in one batch"
+
+
+def test_a_deadline_that_is_no_number_is_a_400_for_that_request(server: TorchServe) -> None:
+    headers = {
+        **server.headers("inference"),
+        "Content-Type": "application/octet-stream",
+        "X-Request-Deadline-Ms": "soon",
+    }
+    response = requests.post(
+        f"{server.url('inference')}/predictions/{MODEL}", data=digit_png(7, 32), headers=headers, timeout=60
+    )
+    assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_deadline", (
+        response.text
+    )
