@@ -177,9 +177,10 @@ def test_impossible_latency_target_fails_and_names_figure_and_model(
 ) -> None:
     sla_file = write_sla(tmp_path, {**GENEROUS, "p99_ms": 1}, {**GENEROUS, "p99_ms": 60000})
     report = tmp_path / "sla.json"
-    result = run_headless(
-        server, "--sla-file", str(sla_file), "--sla-report", str(report), "--mode", "open", "--user-rate", "4"
-    )
+    result = run_headless(  # without deadlines: every request is computed, however late
+        server, "--sla-file", str(sla_file), "--sla-report", str(report), "--mode", "open", "--user-rate", "4",
+        "--no-deadlines",
+    )  # fmt: skip
     assert result.returncode == 1, gate_section(result.stdout)
     models = verdicts(report)
     assert breached(models["resnet18"]) == {"p99_ms": 1.0}
@@ -187,6 +188,23 @@ def test_impossible_latency_target_fails_and_names_figure_and_model(
     # the breach comes with its cause, read off the server's figures (each rule names its numbers)
     why = models["resnet18"]["diagnosis"]
     assert why and all("ms" in cause or "batches average" in cause for cause in why), why
+
+
+def test_requests_carry_their_p99_deadline_and_what_cannot_make_it_is_shed(
+    server: TorchServe, tmp_path: Path
+) -> None:
+    """The same impossible target with deadlines on: the server answers 503 instead of
+    computing late answers, and the load test counts each as an error."""
+    sla_file = write_sla(tmp_path, {**GENEROUS, "p99_ms": 1}, {**GENEROUS, "p99_ms": 60000})
+    report = tmp_path / "sla.json"
+    result = run_headless(
+        server, "--sla-file", str(sla_file), "--sla-report", str(report), "--mode", "open", "--user-rate", "4"
+    )
+    assert result.returncode == 1, gate_section(result.stdout)
+    models = verdicts(report)
+    assert "max_error_rate" in breached(models["resnet18"]), models["resnet18"]
+    assert models["bert_intent"]["passed"] is True  # its deadline (60 s) is always met
+    assert "deadline_exceeded" in result.stdout + result.stderr
 
 
 def test_wrong_token_fails_on_the_error_rate(server: TorchServe, tmp_path: Path) -> None:
