@@ -1,9 +1,11 @@
 """`pip install .` (not editable) into a fresh venv that sees only the runtime requirements:
 the `tsbatch` command lands in its bin/, every module of the package imports, every command
-answers --help, and the installed package alone runs Locust on its packaged locustfile.
+answers --help, the tuner tunes a stock archive and writes its plot, and the installed
+package alone runs Locust on its packaged locustfile.
 
 Nothing is downloaded: the venv gets the packages requirements.txt brings (and what they
-require), linked from this environment into a folder of their own and named by a .pth file,
+require), linked from this environment into a folder of their own and named by a .pth file, with
+their commands (torchserve, torch-model-archiver) written as pip writes them,
 so a package that only requirements-dev.txt installs is missing there, as after a user's
 `pip install .`. The toolkit is installed from a wheel built from a copy of the project, so
 the build writes nothing into the checkout.
@@ -74,6 +76,22 @@ def run(command: list[str], cwd: Path, timeout: float = 300) -> subprocess.Compl
     return result
 
 
+def write_console_scripts(bin_dir: Path, python: Path) -> None:
+    """The commands the runtime distributions install (``torchserve``, ``torch-model-archiver``,
+    ``locust``, ...), as pip would write them, run by the venv's own interpreter."""
+    for name in runtime_closure():
+        for entry in metadata.distribution(name).entry_points:
+            if entry.group != "console_scripts" or (bin_dir / entry.name).exists():
+                continue
+            module, _, attribute = entry.value.partition(":")
+            script = bin_dir / entry.name
+            script.write_text(
+                f"#!{python}\nimport sys\nimport {module}\n"
+                f"sys.exit({module}.{attribute.strip() or 'main'}())\n"
+            )
+            script.chmod(0o755)
+
+
 def link_runtime_packages(target: Path) -> None:
     """The files of every runtime distribution, top-level entries linked into ``target``."""
     target.mkdir(parents=True)
@@ -112,6 +130,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = venv / "bin" / "python"
     own_site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root)
     (Path(own_site.stdout.strip()) / "runtime.pth").write_text(f"{root / 'runtime-packages'}\n")
+    write_console_scripts(venv / "bin", python)
     (wheel,) = wheels.glob("*.whl")
     run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)], cwd=root)
     return venv
@@ -141,6 +160,38 @@ def test_the_installed_command_runs_a_real_job(venv: Path) -> None:
     """`tsbatch doctor` in the checkout: the planner, the build records, torch on this CPU."""
     result = run([str(venv / "bin" / "tsbatch"), "doctor"], cwd=REPO_ROOT, timeout=300)
     assert "resnet18" in result.stdout, result.stdout[-2000:]
+
+
+JSON_HANDLER = '''"""Answers {"count": n} for a JSON list of n numbers, one answer per request."""
+import json
+
+
+def handle(data, context):
+    if data is None:
+        return None
+    return [{"count": len(json.loads(row.get("body") or row.get("data")))} for row in data]
+'''
+
+
+def test_the_installed_tuner_tunes_a_stock_archive_and_writes_its_plot(venv: Path, tmp_path: Path) -> None:
+    """`tsbatch tune --mar A --requests D --quick` from the installed package alone: its points
+    through TorchServe, then the summary and the plot (matplotlib is a runtime requirement)."""
+    (tmp_path / "counting.py").write_text(JSON_HANDLER)
+    bodies = tmp_path / "requests"
+    bodies.mkdir()
+    (bodies / "one.json").write_text("[1, 2, 3]")
+    archiver = [str(venv / "bin" / "torch-model-archiver"), "--model-name", "counting", "--version", "1.0",
+                "--handler", str(tmp_path / "counting.py"), "--export-path", str(tmp_path)]  # fmt: skip
+    run(archiver, cwd=tmp_path)
+    for name in ("config.properties", "metrics.yaml"):  # the config and the metrics file it names
+        shutil.copy(REPO_ROOT / name, tmp_path / name)
+    out = tmp_path / "tune"
+    tune = [str(venv / "bin" / "tsbatch"), "tune", "--mar", str(tmp_path / "counting.mar"), "--requests",
+            str(bodies), "--quick", "--p99-ms", "2000", "--measure-s", "3", "--warmup-s", "1", "--out", str(out)]  # fmt: skip
+    result = subprocess.run(tune, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert result.returncode in (0, 2), result.stdout[-3000:] + result.stderr[-3000:]  # 2: no winner here
+    assert (out / "summary.md").is_file() and (out / "counting.png").stat().st_size > 0, result.stdout[-3000:]
+    assert "FileNotFoundError" not in result.stdout, result.stdout[-3000:]
 
 
 def test_pip_install_puts_tsbatch_on_the_venvs_path_and_it_lists_every_job(

@@ -195,6 +195,13 @@ def main(argv: list[str] | None = None) -> int:
         warmup_s=args.warmup_s if args.warmup_s is not None else base_load.warmup_s,
         measure_s=args.measure_s if args.measure_s is not None else base_load.measure_s,
     )
+    if not args.properties.is_file():  # every point's server starts from it
+        print(
+            f"[tune] FAILED: no config.properties at {args.properties}: run from the repository "
+            "(or a folder that has one), or name one with --properties FILE",
+            file=sys.stderr,
+        )
+        return 1
     try:
         run = tuning_run(args)
     except (ValueError, OSError) as exc:

@@ -1,4 +1,4 @@
-"""The tuner's command line: the serving candidate a tuning run serves."""
+"""The tuner's command line: the serving candidate a tuning run serves, and its early errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from batchkit.candidates import ServingCandidate
-from tsbatch.analysis.tune.cli import build_parser, parse_variant
+from tsbatch.analysis.tune.cli import build_parser, main, parse_variant
 
 
 def test_variant_is_a_serving_candidate_name() -> None:
@@ -26,3 +26,12 @@ def test_int8_is_a_candidate_only_as_its_package() -> None:
     assert parse_variant("aoti-cpu-int8") == ServingCandidate("aoti", "cpu", "int8")
     with pytest.raises(argparse.ArgumentTypeError, match="int8 exists only as a compiled package"):
         parse_variant("torchscript-int8")
+
+
+def test_a_missing_config_is_one_clear_error_before_any_point(tmp_path, capsys) -> None:
+    """Outside a checkout (a plain `pip install .`), no point can start a server: say so once."""
+    assert (
+        main(["--mar", str(tmp_path / "any.mar"), "--properties", str(tmp_path / "config.properties")]) == 1
+    )
+    error = capsys.readouterr().err
+    assert "no config.properties at" in error and "--properties FILE" in error
