@@ -10,8 +10,8 @@ import grpc
 import pytest
 
 from tsbatch.client.grpc_inference import GrpcAnswer, GrpcInference
+from tsbatch.kinds.image.workload import image_pool
 from tsbatch.server.process import TorchServe
-from tsbatch.workloads.payloads import image_pool
 
 RESNET, INTENT = "resnet18", "bert_intent"
 

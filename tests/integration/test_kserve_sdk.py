@@ -19,9 +19,9 @@ import pytest
 from kserve import InferenceRESTClient, InferInput, InferRequest, InferResponse, RESTConfig
 
 from tsbatch.kinds.image.workload import answer_problems as image_problems
+from tsbatch.kinds.image.workload import image_pool
 from tsbatch.kinds.text.workload import answer_problems as text_problems
 from tsbatch.server.process import TorchServe
-from tsbatch.workloads.payloads import image_pool
 
 T = TypeVar("T")
 

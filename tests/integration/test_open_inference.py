@@ -19,10 +19,10 @@ from tritonclient.utils import InferenceServerException
 
 from batchkit.tolerance import needs_same_top1, tolerance
 from tsbatch.kinds.image.workload import answer_problems as image_problems
+from tsbatch.kinds.image.workload import image_pool
 from tsbatch.kinds.text.workload import answer_problems as text_problems
 from tsbatch.server.process import TorchServe
 from tsbatch.server.served import served_decision
-from tsbatch.workloads.payloads import image_pool
 
 RESNET, INTENT = "resnet18", "bert_intent"
 TEXTS = [b"freeze my card", b"what's my routing number", b"is it going to rain", "café près d'ici".encode()]

@@ -16,11 +16,11 @@ import requests
 from PIL import Image
 
 from tests.integration.support import served_tolerance
+from tsbatch.kinds.image.pictures import encode
 from tsbatch.kinds.image.workload import answer_problems as image_problems
+from tsbatch.kinds.image.workload import image_pool
 from tsbatch.kinds.text.workload import answer_problems as text_problems
 from tsbatch.server.process import TorchServe
-from tsbatch.workloads.images import encode
-from tsbatch.workloads.payloads import image_pool
 
 RESNET, INTENT = "resnet18", "bert_intent"
 TEXTS = ["freeze my card", "what's my routing number", "how do I change my PIN", "is it going to rain"]

@@ -22,8 +22,10 @@ import pytest
 from tests.integration.support import background_load, record
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.client.load import BackgroundLoad
-from tsbatch.workloads.payloads import Payload, image_pool, text_pool
-from tsbatch.workloads.utterances import read_utterances
+from tsbatch.kinds.image.workload import image_pool
+from tsbatch.kinds.text.utterances import read_utterances
+from tsbatch.kinds.text.workload import text_pool
+from tsbatch.workloads.payloads import Payload
 
 pytestmark = pytest.mark.slow
 

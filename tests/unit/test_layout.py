@@ -95,6 +95,75 @@ def test_there_is_no_import_cycle() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+# The layers, lowest first: a module imports only from its own layer or those below it. The
+# batch core runs inside TorchServe; the toolkit's core knows no model kind; each kind builds
+# on the core (found through the tsbatch.kinds entry points); the commands put them together.
+LAYERS = ("batchkit", "core", "kinds", "commands")
+CORE_PACKAGES = ("archive", "config", "server", "client", "sla", "workloads", "analysis", "locust", "container")  # fmt: skip
+COMMAND_PACKAGES = ("cli", "bench", "gpucheck", "__main__")
+# The import lines the core must not have, even inside a function (issue 31's grep).
+KIND_IMPORT = re.compile(r"^\s*(from|import) tsbatch\.kinds", re.MULTILINE)
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a module of handlers/ or tsbatch/ (None for the other folders' scripts)."""
+    parts = module.split(".")
+    if parts[0] != "tsbatch":
+        return "batchkit" if (HANDLERS_DIR / f"{parts[0]}.py").exists() or parts[0] == "batchkit" else None
+    if len(parts) == 1:
+        return "core"
+    if parts[1] == "kinds":
+        return "kinds"
+    if parts[1] in COMMAND_PACKAGES:
+        return "commands"
+    return "core"
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a module from a higher layer, as ``importer (layer) -> imported (layer)``."""
+    found = []
+    for module, imports in sorted(graph.items()):
+        layer = layer_of(module)
+        if layer is None:
+            continue
+        for target in sorted(imports):
+            target_layer = layer_of(target)
+            if target_layer is not None and LAYERS.index(target_layer) > LAYERS.index(layer):
+                found.append(f"{module} ({layer}) -> {target} ({target_layer})")
+    return found
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    violations = layer_violations(import_graph())
+    assert not violations, "imports against the layers (docs/architecture.md):\n" + "\n".join(violations)
+
+
+def test_the_layer_checker_sees_an_import_upwards() -> None:
+    graph = {
+        "tsbatch.archive.pipeline": {"tsbatch.kinds.image.export", "tsbatch.paths", "batchkit.config"},
+        "tsbatch.kinds.image.kind": {"tsbatch.archive.kind", "tsbatch.cli.main"},
+        "tsbatch.bench.resnet": {"tsbatch.kinds.image.export", "resnet_handler"},
+        "batchkit.worker": {"tsbatch.paths"},
+    }
+    assert layer_violations(graph) == [
+        "batchkit.worker (batchkit) -> tsbatch.paths (core)",
+        "tsbatch.archive.pipeline (core) -> tsbatch.kinds.image.export (kinds)",
+        "tsbatch.kinds.image.kind (kinds) -> tsbatch.cli.main (commands)",
+    ]
+
+
+def test_the_core_has_no_kind_import_line() -> None:
+    """What ``grep -rnE '^\\s*(from|import) tsbatch\\.kinds'`` over the core's folders finds: nothing."""
+    found = [
+        f"{path.relative_to(REPO_ROOT)}: {match.group(0).strip()}"
+        for package in CORE_PACKAGES
+        for path in sorted((REPO_ROOT / "tsbatch" / package).rglob("*.py"))
+        for match in KIND_IMPORT.finditer(path.read_text())
+    ]
+    assert not found, "the core imports a kind:\n" + "\n".join(found)
+    assert KIND_IMPORT.search("def f():\n    from tsbatch.kinds.image import export\n")
+
+
 def test_the_cycle_finder_finds_one() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"pkg.mod": {"pkg"}, "pkg": set()}) is None

@@ -1,8 +1,9 @@
 """The model manifest (``models.yaml``): what to build for each served model.
 
-Each entry is validated where it is loaded against its kind's typed model
-(``tsbatch/kinds/<kind>/schema.py``, found through ``tsbatch.kinds.registry``); a bad entry is one :class:`ManifestError` listing every
-problem with the file, the model, the key and, for an unknown key, the nearest valid one.
+Each entry is validated where it is loaded against its kind's typed model (the kind named
+by its ``kind:`` among the installed ones, ``tsbatch.archive.kind.installed_kinds``, unless
+the caller passes its own); a bad entry is one :class:`ManifestError` listing every problem
+with the file, the model, the key and, for an unknown key, the nearest valid one.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import difflib
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,9 +20,10 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from tsbatch.archive.kind import Kind, installed_kinds
 from tsbatch.archive.schema import Common
-from tsbatch.kinds.registry import KINDS
 from tsbatch.paths import DEFAULT_MANIFEST, DEFAULT_PROPERTIES
+from tsbatch.workloads.workload import Workload
 
 TOP_LEVEL_KEYS = ("build_dir", "model_store", "models")
 EntryT = TypeVar("EntryT", bound=Common)
@@ -30,16 +33,17 @@ class ManifestError(ValueError):
     """models.yaml is missing something the build needs, or says something it cannot use."""
 
 
+class UnknownModel(ValueError):
+    """A model name that models.yaml does not declare: nothing says what to send it."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
-    config: Common  # the entry model of its kind (tsbatch/kinds/<kind>/schema.py)
+    kind: Kind  # the kind its ``kind:`` names
+    config: Common  # the entry model of its kind (``kind.entry``)
     build_dir: Path
     root: Path
-
-    @property
-    def kind(self) -> str:
-        return self.config.kind
 
     @property
     def version(self) -> str:
@@ -57,12 +61,12 @@ class ModelSpec:
     def with_settings(self, **updates: Any) -> ModelSpec:
         """This spec with top-level manifest keys replaced, validated as the file's would be."""
         entry = {**self.config.model_dump(mode="json", exclude_unset=True), **updates}
-        return replace(self, config=validate_entry(self.name, entry, Path("<override>")))
+        return replace(self, config=validate_entry(self.name, entry, Path("<override>"), self.kind))
 
     def entry_as(self, entry_type: type[EntryT]) -> EntryT:
         """The entry as the model of one kind; a ManifestError for a model of another kind."""
         if not isinstance(self.config, entry_type):
-            raise ManifestError(f"models.{self.name} is kind {self.kind!r}, not a {entry_type.__name__}")
+            raise ManifestError(f"models.{self.name} is kind {self.kind.name!r}, not a {entry_type.__name__}")
         return self.config
 
 
@@ -76,6 +80,28 @@ class Manifest:
         if name not in self.models:
             raise ManifestError(f"model {name!r} is not in the manifest ({sorted(self.models)})")
         return self.models[name]
+
+    def kind_of(self, model: str) -> Kind:
+        """The kind of ``model``, for the tools given a model's name (``--mix``, the GPU check,
+        the tuner); :class:`UnknownModel` when it has no entry."""
+        if model not in self.models:
+            raise UnknownModel(
+                f"model {model!r} is not in models.yaml ({', '.join(self.models)}), so its kind and the "
+                "requests it takes are unknown: add it to models.yaml, or give its requests with --requests"
+            )
+        return self.models[model].kind
+
+    def first_of_kind(self, kind: Kind) -> str:
+        """The first model of ``kind``: what a kind's own command acts on by default."""
+        names = [name for name, spec in self.models.items() if spec.kind is kind]
+        if not names:
+            raise ManifestError(f"models.yaml has no model of kind {kind.name!r}: give --model")
+        return names[0]
+
+
+def workload_for(model: str, manifest: Manifest | None = None) -> Workload:
+    """What a load generator sends ``model`` and how it checks the answers."""
+    return (manifest or load_manifest()).kind_of(model).workload
 
 
 def resolve_path(path: str | Path, root: Path) -> Path:
@@ -121,25 +147,34 @@ def describe_error(error: dict[str, Any], model_type: type[BaseModel]) -> str:
     return f"`{key}`: {error['msg']} (got {error.get('input')!r})"
 
 
-def validate_entry(name: str, entry: Any, source: Path) -> Common:
-    """One ``models:`` entry as its kind's typed model; ManifestError listing every problem."""
+def entry_kind(name: str, entry: Any, source: Path, kinds: Mapping[str, Kind]) -> Kind:
+    """The kind a ``models:`` entry names, among ``kinds``; ManifestError naming the known ones."""
     where = f"{source}: models.{name}"
     if not isinstance(entry, dict):
         raise ManifestError(f"{where}: expected a mapping of settings, got {entry!r}")
     kind = entry.get("kind")
-    if kind not in KINDS:
+    if kind not in kinds:
         raise ManifestError(
-            f"{where}: `kind` must be one of {sorted(KINDS)} (got {kind!r}){nearest(str(kind), KINDS)}"
+            f"{where}: `kind` must be one of {sorted(kinds)} (got {kind!r}){nearest(str(kind), kinds)}"
         )
-    model_type = KINDS[kind].entry
+    return kinds[kind]
+
+
+def validate_entry(name: str, entry: dict[str, Any], source: Path, kind: Kind) -> Common:
+    """One ``models:`` entry as the typed model of its ``kind``; ManifestError listing every problem."""
+    where, model_type = f"{source}: models.{name}", kind.entry
     try:
-        return model_type.model_validate({"handler": KINDS[kind].handler, **entry})
+        return model_type.model_validate({"handler": kind.handler, **entry})
     except ValidationError as exc:
         problems = [describe_error(dict(error), model_type) for error in exc.errors()]
-        raise ManifestError(f"{where} ({kind}): " + "; ".join(problems)) from None
+        raise ManifestError(f"{where} ({kind.name}): " + "; ".join(problems)) from None
 
 
-def load_manifest(path: Path = DEFAULT_MANIFEST, build_dir: Path | None = None) -> Manifest:
+def load_manifest(
+    path: Path = DEFAULT_MANIFEST, build_dir: Path | None = None, kinds: Mapping[str, Kind] | None = None
+) -> Manifest:
+    """``models.yaml`` with each entry validated as its kind's model, among ``kinds`` (default:
+    the installed ones)."""
     document = yaml.safe_load(path.read_text()) or {}
     if not isinstance(document, dict):
         raise ManifestError(f"{path}: expected a mapping with {list(TOP_LEVEL_KEYS)}")
@@ -149,11 +184,13 @@ def load_manifest(path: Path = DEFAULT_MANIFEST, build_dir: Path | None = None) 
     root = path.resolve().parent
     build = build_dir or resolve_path(document.get("build_dir", "build"), root)
     store = resolve_path(document.get("model_store", "model-store"), root)
+    known = installed_kinds() if kinds is None else kinds
     problems: list[str] = []
     models: dict[str, ModelSpec] = {}
     for name, entry in (document.get("models") or {}).items():
         try:
-            models[name] = ModelSpec(name, validate_entry(name, entry, path), build, root)
+            kind = entry_kind(name, entry, path, known)
+            models[name] = ModelSpec(name, kind, validate_entry(name, entry, path, kind), build, root)
         except ManifestError as exc:
             problems.append(str(exc))
     if problems:

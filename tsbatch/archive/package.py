@@ -34,7 +34,6 @@ from tsbatch.config.properties import (
     replace_entry,
     update_model_settings,
 )
-from tsbatch.kinds.registry import kind_of
 from tsbatch.paths import DEFAULT_PROPERTIES, HANDLERS_DIR
 
 MODEL_CONFIG_FILE = "model-config.yaml"
@@ -62,7 +61,7 @@ def model_config(spec: ModelSpec, settings: dict[str, Any]) -> dict[str, Any]:
     exported["torch_threads"] = settings["torchThreads"]
     exported.update({field: settings[key] for key, field in DECODE_KEYS.items() if key in settings})
     exported.update(spec.config.model_dump(include=set(SERVING_KEYS)))
-    handler = to_mapping(from_mapping(kind_of(spec).config, exported))
+    handler = to_mapping(from_mapping(spec.kind.config, exported))
     config = {key: settings[key] for key in BATCH_KEYS}
     config["handler"] = handler
     return config
@@ -85,7 +84,7 @@ def stage_extra_files(spec: ModelSpec, staging: Path) -> None:
     shutil.copytree(
         HANDLERS_DIR / "batchkit", staging / "batchkit", ignore=shutil.ignore_patterns("__pycache__")
     )
-    artifacts.write_json(staging / OIP_METADATA_FILE, v2_metadata(kind_of(spec).input_schema()))
+    artifacts.write_json(staging / OIP_METADATA_FILE, v2_metadata(spec.kind.input_schema()))
     skip = {artifacts.MODEL_FILE, artifacts.HANDLER_CONFIG_FILE}
     for path in spec.artifact_dir.iterdir():
         if path.name in skip:

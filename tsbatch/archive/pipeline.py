@@ -18,7 +18,6 @@ from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec, parse_manifest_command
 from tsbatch.archive.package import package
 from tsbatch.archive.schema import SERVING_KEYS
-from tsbatch.kinds.registry import kind_of
 from tsbatch.paths import REPO_ROOT
 
 EXPORT_INPUTS_FILE = "export_inputs.json"
@@ -27,7 +26,7 @@ EXPORT_INPUTS_FILE = "export_inputs.json"
 def export_model(spec: ModelSpec) -> None:
     """Run the exporter of the model's kind, imported only then: each pulls in libraries
     (torchvision and scikit-learn, transformers) that the others do not need."""
-    kind_of(spec).exporter_module().export(spec)
+    spec.kind.exporter_module().export(spec)
 
 
 def export_inputs(spec: ModelSpec, root: Path) -> dict[str, Any]:

@@ -38,21 +38,14 @@ class Verify(Section):
     batch_sizes: tuple[PositiveInt, ...] = (1, 4, 8)
 
 
-class Calibration(Section):
-    """The images static int8 is calibrated on (``tsbatch.archive.int8.calibration``)."""
-
-    images: str | None = None  # a folder of your images; default: the build's own data
-    count: PositiveInt = 256
-
-
 class Compile(Section):
-    """AOTInductor packages and TorchScript autocast candidates; ``host``: what this machine serves."""
+    """AOTInductor packages and TorchScript autocast candidates; ``host``: what this machine
+    serves. A kind may add its own keys in a subclass (the image kind's int8 calibration)."""
 
     targets: Literal["host"] | tuple[str, ...] = "host"
     max_batch_size: PositiveInt = 16
     torchscript_precisions: Literal["host"] | tuple[Literal["bf16", "fp16"], ...] = "host"
     enforce_gates: bool = True
-    calibration: Calibration = Field(default_factory=Calibration)
 
     @field_validator("targets")
     @classmethod

@@ -22,12 +22,11 @@ import tempfile
 from pathlib import Path
 
 from batchkit.binary_tensors import HEADER_LENGTH, bytes_elements, encode_elements
-from tsbatch.archive.manifest import load_manifest
+from tsbatch.archive.manifest import load_manifest, workload_for
 from tsbatch.client.load import LoadDriver, LoadSpec, ResponseCheck
 from tsbatch.client.metrics import rise_ratio
-from tsbatch.kinds.lookup import workload_for
+from tsbatch.kinds.image.pictures import encoded_pictures
 from tsbatch.server.process import TorchServe, start_instance
-from tsbatch.workloads.images import encoded_pictures
 from tsbatch.workloads.schemas import body_problems, multi_input_problems
 
 MODEL = "resnet18"

@@ -45,10 +45,10 @@ from tsbatch.bench.decoding import decode_rows, print_section
 from tsbatch.bench.served_archive import add_archive_options, bench_archive
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.config.properties import DECODE_KEYS, model_settings, read_properties
+from tsbatch.kinds.image.pictures import encoded_pictures
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.process import start_instance
 from tsbatch.server.served import worker_rss_mb
-from tsbatch.workloads.images import encoded_pictures
 
 MODEL = "resnet18"
 

@@ -18,7 +18,6 @@ from tsbatch.archive.manifest import Manifest, ModelSpec
 from tsbatch.config.bodies import base64_ceiling
 from tsbatch.config.findings import Problem
 from tsbatch.config.properties import DECODE_KEYS, load_models
-from tsbatch.kinds.registry import kind_of
 
 # TorchServe 0.12's defaults when config.properties leaves the limits out.
 DEFAULT_MAX_REQUEST_SIZE = 6553500
@@ -36,7 +35,7 @@ def largest_answer_bytes(spec: ModelSpec) -> int:
     labels_path = spec.artifact_dir / artifacts.LABELS_FILE
     labels = artifacts.read_labels(labels_path) if labels_path.exists() else []
     label = "x" * max([len(str(label).encode()) for label in labels] or [LABEL_BYTES_WITHOUT_A_BUILD])
-    answer = kind_of(spec).largest_answer(spec.name, label, spec.config.top_k)
+    answer = spec.kind.largest_answer(spec.name, label, spec.config.top_k)
     return len(json.dumps(answer).encode()) + 2  # the list's comma and space
 
 
@@ -70,7 +69,7 @@ def body_limits(values: dict[str, str], manifest: Manifest) -> list[Problem]:
                     f"{response_limit // (answers // inputs)} (models.yaml) or raise max_response_size.",
                 )
             )
-        problems += kind_of(spec).limits(where, config, request_limit)
+        problems += spec.kind.limits(where, config, request_limit)
     return problems
 
 
@@ -145,13 +144,13 @@ def decode_settings(settings: dict[str, dict[str, Any]], manifest: Manifest) -> 
     for name, entry in settings.items():
         if name not in manifest.models:
             continue
-        fields = {field.name for field in dataclasses.fields(kind_of(manifest.models[name]).config)}
+        fields = {field.name for field in dataclasses.fields(manifest.models[name].kind.config)}
         for key in (key for key, field in DECODE_KEYS.items() if key in entry and field not in fields):
             problems.append(
                 Problem(
                     "error",
                     f"models.{name}.{key}",
-                    f"a {kind_of(manifest.models[name]).name} model's worker has no decode pool: "
+                    f"a {manifest.models[name].kind.name} model's worker has no decode pool: "
                     f"remove {key} from its entry (config.properties).",
                 )
             )

@@ -29,8 +29,7 @@ from batchkit.precision import PRECISION_ENV, REQUIRE_CUDA_ENV
 from batchkit.tolerance import probabilities_disagree
 from tsbatch.archive import artifacts
 from tsbatch.archive.compiled import host_targets
-from tsbatch.archive.manifest import Manifest, load_manifest
-from tsbatch.kinds.lookup import workload_for
+from tsbatch.archive.manifest import Manifest, load_manifest, workload_for
 from tsbatch.paths import REPO_ROOT
 from tsbatch.server.process import TorchServe, start_instance
 from tsbatch.server.served import served_decision, worker_rss_mb

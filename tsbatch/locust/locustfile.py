@@ -35,7 +35,6 @@ from tsbatch.locust.options import shape_params, traffic_mix
 from tsbatch.locust.plugin import STATE
 from tsbatch.locust.shapes import target
 from tsbatch.paths import DEFAULT_PROPERTIES
-from tsbatch.workloads.payloads import multi_input_pool
 from tsbatch.workloads.schemas import multi_input_problems
 
 logger = logging.getLogger("loadtest")
@@ -181,9 +180,11 @@ class MultiInputUser(TorchServeUser):
 
     def on_start(self) -> None:
         super().on_start()
-        for model, workload in self.workloads.items():
-            if workload.several_inputs:
-                self.payloads[model] = multi_input_pool(workload.payloads, self.inputs_per_request)
+        for model, traffic in self.workloads.items():
+            if traffic.workload is not None:
+                self.payloads[model] = traffic.workload.multi_input_pool(
+                    traffic.payloads, self.inputs_per_request
+                )
 
     def stats_name(self, model: str) -> str:
         return f"{model} x{self.inputs_per_request}" if self.workloads[model].several_inputs else model

@@ -12,12 +12,11 @@ import json
 import sys
 from pathlib import Path
 
-from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.archive.manifest import Manifest, load_manifest, workload_for
 from tsbatch.archive.package import package
 from tsbatch.archive.plugins import PluginBuildError, build_all
 from tsbatch.config.check import check
 from tsbatch.config.properties import ADDRESS_KEYS, load_models, model_settings, read_properties
-from tsbatch.kinds.lookup import workload_for
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.process import (
     ServerError,
@@ -93,7 +92,7 @@ def start(run_dir: Path, properties: Path, timeout: float, manifest: Manifest | 
 
 def example_commands(inference_url: str, key_file: Path, models: list[str], manifest: Manifest) -> list[str]:
     """Commands that call each served model, to paste from the repository root: each
-    model's kind says how (``tsbatch/kinds/<kind>/workload.py``)."""
+    model's kind says how (its workload's ``example``)."""
     commands = [
         f'TOKEN=$(python3 -c \'import json; print(json.load(open("{key_file}"))["inference"]["key"])\')'
     ]

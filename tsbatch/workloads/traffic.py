@@ -18,11 +18,10 @@ from pathlib import Path
 from jsonschema import SchemaError, validators
 
 from tsbatch.archive.manifest import Manifest, load_manifest
-from tsbatch.kinds.lookup import kind_named
 from tsbatch.workloads.payloads import Payload
 from tsbatch.workloads.requests_files import RequestsError, read_requests
 from tsbatch.workloads.schemas import body_problems, error_detail
-from tsbatch.workloads.workload import AnswerCheck
+from tsbatch.workloads.workload import AnswerCheck, Workload
 
 # The problems of one HTTP answer (status and body), empty when it passes.
 ResponseCheck = Callable[[int, bytes | None], list[str]]
@@ -36,14 +35,19 @@ class Traffic:
     model: str
     payloads: list[Payload]
     check: ResponseCheck
-    # The kind's check of one input's answer where the toolkit's several-input bodies apply
-    # (its own handlers read them); None for the user's requests, sent as they are.
-    input_check: AnswerCheck | None
+    # The kind's workload where the toolkit's several-input bodies apply (its own handlers
+    # read them); None for the user's requests, sent as they are.
+    workload: Workload | None
     source: str  # where the bodies come from, for logs
 
     @property
     def several_inputs(self) -> bool:
-        return self.input_check is not None
+        return self.workload is not None
+
+    @property
+    def input_check(self) -> AnswerCheck | None:
+        """The kind's check of one input's answer, where several-input bodies apply."""
+        return None if self.workload is None else self.workload.answer_check(self.model)
 
     def problem(self, status: int, body: bytes | None) -> str | None:
         """The answer's first problems as one text, ``None`` when it passed (the load client's check)."""
@@ -90,7 +94,7 @@ def answer_check(model: str, answer_schema: str, manifest: Manifest | None = Non
     if not answer_schema:
         return status_problems
     if answer_schema == TOOLKIT_SCHEMA:
-        kind_check = kind_named(model, manifest).workload.answer_check(model)
+        kind_check = (manifest or load_manifest()).kind_of(model).workload.answer_check(model)
         return lambda status, content: body_problems(status, content, kind_check)
     return schema_check(Path(answer_schema))
 
@@ -129,7 +133,6 @@ def traffic_for(
     manifest = manifest or load_manifest()
     if model not in manifest.models:
         raise RequestsError(unknown_models_message([model]))
-    kind = kind_named(model, manifest)
+    kind = manifest.kind_of(model)
     check = answer_check(model, answer_schema or TOOLKIT_SCHEMA, manifest)
-    input_check = kind.workload.answer_check(model)
-    return Traffic(model, kind.workload.pool(seed), check, input_check, f"the toolkit's {kind.name} pool")
+    return Traffic(model, kind.workload.pool(seed), check, kind.workload, f"the toolkit's {kind.name} pool")

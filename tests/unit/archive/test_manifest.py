@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tsbatch.archive.manifest import ManifestError, load_manifest
+from tsbatch.archive.manifest import Manifest, ManifestError, UnknownModel, load_manifest, workload_for
+from tsbatch.kinds.image.kind import IMAGE
 from tsbatch.kinds.image.schema import ImageModel
+from tsbatch.kinds.text.kind import TEXT
 from tsbatch.kinds.text.schema import TextModel
 from tsbatch.paths import DEFAULT_MANIFEST
 
@@ -90,3 +92,24 @@ def test_the_build_refuses_a_typo(tmp_path: Path, capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as exited:
         main(["--manifest", str(path), "--properties", str(tmp_path / "config.properties")])
     assert exited.value.code == 1 and "did you mean `max_length`?" in capsys.readouterr().err
+
+
+def test_a_manifest_model_gets_its_kind_s_workload() -> None:
+    assert load_manifest().kind_of("bert_intent") is TEXT
+    assert workload_for("resnet18") is IMAGE.workload
+
+
+def test_an_unknown_model_names_the_manifest_and_the_way_out() -> None:
+    with pytest.raises(UnknownModel) as raised:
+        workload_for("some_vision_model")
+    message = str(raised.value)
+    assert "'some_vision_model' is not in models.yaml" in message
+    assert "resnet18, bert_intent" in message and "--requests" in message
+
+
+def test_a_kind_s_own_command_acts_on_its_first_model() -> None:
+    manifest = load_manifest()
+    assert manifest.first_of_kind(TEXT) == "bert_intent"
+    images_only = Manifest({"resnet18": manifest.model("resnet18")}, manifest.build_dir, manifest.model_store)
+    with pytest.raises(ManifestError, match="no model of kind 'text': give --model"):
+        images_only.first_of_kind(TEXT)

@@ -7,13 +7,13 @@ from pathlib import Path
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec, validate_entry
 from tsbatch.archive.pipeline import EXPORT_INPUTS_FILE, export_inputs, needs_export
+from tsbatch.kinds.text.kind import TEXT
 
 
 def make_spec(root: Path, **settings: object) -> ModelSpec:
     entry = {"kind": "text", "handler": "handlers/intent_handler.py", "version": "1.0", **settings}
-    return ModelSpec(
-        name="m", config=validate_entry("m", entry, root / "models.yaml"), build_dir=root / "build", root=root
-    )
+    config = validate_entry("m", entry, root / "models.yaml", TEXT)
+    return ModelSpec(name="m", kind=TEXT, config=config, build_dir=root / "build", root=root)
 
 
 def export_here(spec: ModelSpec, root: Path) -> None:

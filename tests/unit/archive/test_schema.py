@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from tsbatch.archive.kind import installed_kinds
 from tsbatch.archive.schema import Common, handler_model, handler_values
 from tsbatch.kinds.image.schema import ImageModel
-from tsbatch.kinds.registry import KINDS
 from tsbatch.kinds.text.schema import TextModel
 
 
@@ -55,7 +55,7 @@ def test_generated_keys_take_the_worker_s_defaults_and_the_manifest_s_ranges() -
         model.model_validate({"handler": "h", "version": "1", "top_k": 0})
 
 
-@pytest.mark.parametrize("kind", list(KINDS.values()), ids=list(KINDS))
+@pytest.mark.parametrize("kind", list(installed_kinds().values()), ids=list(installed_kinds()))
 def test_every_handler_key_is_a_worker_field_with_its_default(kind: typing.Any) -> None:
     fields = {field.name: field for field in dataclasses.fields(kind.config)}
     assert {
@@ -70,7 +70,7 @@ def test_every_handler_key_is_a_worker_field_with_its_default(kind: typing.Any) 
         assert kind.entry.model_fields[key].default == fields[key].default, key
 
 
-@pytest.mark.parametrize("kind", list(KINDS.values()), ids=list(KINDS))
+@pytest.mark.parametrize("kind", list(installed_kinds().values()), ids=list(installed_kinds()))
 def test_what_the_manifest_accepts_the_handler_loads(kind: typing.Any) -> None:
     hints = typing.get_type_hints(kind.config)
     entry = kind.entry.model_validate({"kind": kind.name, "handler": "h", "version": "1"})

@@ -12,6 +12,7 @@ from batchkit.planner import Host
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec, validate_entry
 from tsbatch.archive.variants import default_variant, machine_variants, variant_spec
+from tsbatch.kinds.image.kind import IMAGE
 
 CPU_MODEL = "Test CPU"
 AOTI_FP32 = ServingCandidate("aoti", "cpu", "fp32")
@@ -21,7 +22,8 @@ AOTI_FP32 = ServingCandidate("aoti", "cpu", "fp32")
 def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelSpec:
     monkeypatch.delenv("TSBATCH_PRECISION", raising=False)
     entry = {"kind": "image", "handler": "h.py", "version": "1"}
-    spec = ModelSpec("m", validate_entry("m", entry, tmp_path / "models.yaml"), tmp_path / "build", tmp_path)
+    config = validate_entry("m", entry, tmp_path / "models.yaml", IMAGE)
+    spec = ModelSpec("m", IMAGE, config, tmp_path / "build", tmp_path)
     records = {name: [[1.0]] for name in ("torchscript-fp32", "torchscript-bf16", "aoti-cpu-fp32")}
     artifacts.write_json(
         spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.kinds.lookup import UnknownModel
+from tsbatch.archive.manifest import UnknownModel
 from tsbatch.workloads.requests_files import RequestsError
 from tsbatch.workloads.traffic import answer_check, traffic_for, unknown_models
 

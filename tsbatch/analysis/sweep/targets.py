@@ -15,7 +15,6 @@ from tsbatch.analysis.sweep.inputs import Scenario
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest
 from tsbatch.archive.variants import archive_config
-from tsbatch.kinds.registry import kind_of
 
 
 @dataclass
@@ -74,11 +73,11 @@ def compiled_targets(base: Target, artifact_dir: Path, device_type: str) -> list
 
 def resolve_target(name: str, work_dir: Path, build_dir: Path | None = None) -> Target:
     """A target by name: a manifest model whose archive is built, or ``<model>-<stand-in>``,
-    its kind's random-weight stand-in of the same shape (``tsbatch/kinds/<kind>/sweep.py``)."""
+    its kind's random-weight stand-in of the same shape (its kind's sweep module)."""
     manifest = load_manifest(build_dir=build_dir)
     stand_ins = stand_in_specs(manifest)
     if name in stand_ins:
-        return kind_of(stand_ins[name]).sweep_module().stand_in(stand_ins[name], work_dir)
+        return stand_ins[name].kind.sweep_module().stand_in(stand_ins[name], work_dir)
     spec = manifest.model(name)
     missing = [
         f
@@ -87,12 +86,12 @@ def resolve_target(name: str, work_dir: Path, build_dir: Path | None = None) -> 
     ]
     if missing:
         raise FileNotFoundError(f"{name}: {spec.artifact_dir} lacks {missing}; run `make archive` first")
-    return kind_of(spec).sweep_module().archive_target(name, spec.artifact_dir)
+    return spec.kind.sweep_module().archive_target(name, spec.artifact_dir)
 
 
 def stand_in_specs(manifest: Manifest) -> dict[str, ModelSpec]:
     """The stand-in target names (``<model>-<its kind's stand_in>``) and the model each mimics."""
-    return {f"{name}-{kind_of(spec).stand_in}": spec for name, spec in manifest.models.items()}
+    return {f"{name}-{spec.kind.stand_in}": spec for name, spec in manifest.models.items()}
 
 
 def resolve_targets(

@@ -11,9 +11,9 @@ import numpy as np
 import torch
 from PIL import Image
 
+from tsbatch.kinds.image.pictures import ink_pictures
 from tsbatch.kinds.image.schema import Digits
 from tsbatch.kinds.image.weights import ExportError, ResolvedWeights, build_architecture, class_count
-from tsbatch.workloads.images import ink_pictures
 
 DIGITS_MEAN = (0.5, 0.5, 0.5)
 DIGITS_STD = (0.5, 0.5, 0.5)

@@ -25,9 +25,9 @@ from tsbatch.archive import artifacts
 from tsbatch.archive.compiled import GateData, GateOutcome, build_and_gate, compile_settings
 from tsbatch.archive.gate_report import write_gates_section
 from tsbatch.archive.gates import Batch, Scorer, top1_accuracy
-from tsbatch.archive.int8.calibration import calibration_batches
 from tsbatch.archive.int8.candidate import Int8Plan
 from tsbatch.archive.manifest import ManifestError, ModelSpec, load_manifest
+from tsbatch.kinds.image.calibration import calibration_batches
 from tsbatch.kinds.image.digits import train_on_digits
 from tsbatch.kinds.image.kind import IMAGE
 from tsbatch.kinds.image.schema import ImageModel
@@ -38,7 +38,6 @@ from tsbatch.kinds.image.weights import (
     load_user_weights,
     require_digits_allowed,
 )
-from tsbatch.kinds.lookup import first_of_kind
 from tsbatch.paths import DEFAULT_MANIFEST
 
 
@@ -211,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         manifest = load_manifest(args.manifest)
-        export(manifest.model(args.model or first_of_kind(IMAGE, manifest)), args.weights, args.labels)
+        export(manifest.model(args.model or manifest.first_of_kind(IMAGE)), args.weights, args.labels)
     except (ExportError, ManifestError) as exc:
         print(f"[export] FAILED: {exc}", file=sys.stderr)
         return 1

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from batchkit.config import ImageModelConfig
 from batchkit.protocols import InputSchema
+from tsbatch.archive.kind import Kind
 from tsbatch.config.bodies import base64_body, base64_ceiling
 from tsbatch.config.findings import Problem
 from tsbatch.kinds.image import workload
 from tsbatch.kinds.image.schema import ImageModel
-from tsbatch.kinds.kind import Kind
 
 
 def input_schema() -> InputSchema:

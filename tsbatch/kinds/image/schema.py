@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, PositiveInt
 
 from batchkit.config import ImageModelConfig
-from tsbatch.archive.schema import Common, Fraction, Section, Verify, handler_model
+from tsbatch.archive.schema import Common, Compile, Fraction, Section, Verify, handler_model
 
 
 class Digits(Section):
@@ -46,6 +46,19 @@ class Preprocessing(Section):
     std: tuple[float, float, float]
 
 
+class Calibration(Section):
+    """The images static int8 is calibrated on (``tsbatch.kinds.image.calibration``)."""
+
+    images: str | None = None  # a folder of your images; default: the build's own data
+    count: PositiveInt = 256
+
+
+class ImageCompile(Compile):
+    """The compile section with the images static int8 is calibrated on."""
+
+    calibration: Calibration = Field(default_factory=Calibration)
+
+
 @functools.cache
 def image_architectures() -> tuple[str, ...]:
     """torchvision's classification model names (imported here: only image entries need it)."""
@@ -68,6 +81,7 @@ class ImageBuild(Common):
     """An image classifier (``kind: image``): any torchvision classification architecture."""
 
     kind: Literal["image"]
+    compile: ImageCompile = ImageCompile()
     weights: Weights = Weights()
     preprocessing: Preprocessing | None = None
     verify: Verify = Verify(batch_sizes=(1, 4))

@@ -1,21 +1,40 @@
 """The image classifier in the in-process sweep: its built archive, or an ImageNet-shaped
-stand-in of its architecture with random weights (timing only)."""
+stand-in of its architecture with random weights (timing only), fed digit images through
+the handler's own preprocessing at the archive's input size."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from batchkit.config import ImageModelConfig
 from batchkit.worker import load_torchscript
-from tsbatch.analysis.sweep.inputs import image_scenario
+from tsbatch.analysis.sweep.inputs import POOL_SIZE, Scenario, cycle
 from tsbatch.analysis.sweep.targets import Target
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec
 from tsbatch.kinds.image.kind import IMAGE
+from tsbatch.kinds.image.pictures import handwritten_digits
 from tsbatch.kinds.image.schema import ImageModel
 from tsbatch.paths import REPO_ROOT
+
+
+def image_scenario(handler: dict[str, Any], pool_size: int = POOL_SIZE) -> Scenario:
+    """Digit images preprocessed exactly as the handler does, at the archive's crop size."""
+    from batchkit.images import preprocess
+
+    resize, crop = int(handler["resize_size"]), int(handler["crop_size"])
+    tensors = [
+        preprocess(image, resize, crop, handler["mean"], handler["std"])
+        for image in handwritten_digits(pool_size, size=max(64, resize))
+    ]
+    return Scenario(
+        name=f"{crop}x{crop}",
+        batch=lambda b, offset=0: (torch.stack(cycle(tensors, b, offset)),),
+        single=lambda i: (tensors[i % len(tensors)].unsqueeze(0),),
+    )
 
 
 def archive_target(name: str, artifact_dir: Path) -> Target:

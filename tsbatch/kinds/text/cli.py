@@ -25,7 +25,6 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from tsbatch.archive.manifest import ManifestError, ModelSpec, load_manifest
-from tsbatch.kinds.lookup import first_of_kind
 from tsbatch.kinds.text.data import TrainingError
 from tsbatch.kinds.text.kind import TEXT
 from tsbatch.kinds.text.report import print_report, train_from_settings
@@ -127,7 +126,7 @@ def run_command(
     args = parser.parse_args(argv)
     try:
         manifest = load_manifest(args.manifest)
-        spec = manifest.model(args.model or first_of_kind(TEXT, manifest))
+        spec = manifest.model(args.model or manifest.first_of_kind(TEXT))
     except ManifestError as exc:
         print(f"[{tag}] FAILED: {exc}", file=sys.stderr)
         return 1

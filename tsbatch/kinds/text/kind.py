@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from batchkit.config import TextModelConfig
 from batchkit.protocols import InputSchema
+from tsbatch.archive.kind import Kind
 from tsbatch.config.findings import Problem
-from tsbatch.kinds.kind import Kind
 from tsbatch.kinds.text import workload
 from tsbatch.kinds.text.schema import TextModel
 

@@ -1,5 +1,6 @@
 """The intent classifier in the in-process sweep: its built archive, or its base encoder with
-a random head (timing only)."""
+a random head (timing only), fed our utterances padded to the longest of each batch as the
+handler pads, and a fixed long length."""
 
 from __future__ import annotations
 
@@ -7,12 +8,39 @@ from pathlib import Path
 
 import torch
 
-from tsbatch.analysis.sweep.inputs import text_scenarios
+from tsbatch.analysis.sweep.inputs import POOL_SIZE, Scenario, cycle
 from tsbatch.analysis.sweep.targets import Target
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec
 from tsbatch.kinds.text.kind import TEXT
 from tsbatch.kinds.text.schema import TextModel
+from tsbatch.kinds.text.utterances import read_utterances
+
+
+def text_scenarios(tokenizer_dir: Path, max_length: int, pool_size: int = POOL_SIZE) -> list[Scenario]:
+    """Our utterances padded to the longest of each batch, and all samples at ``max_length``."""
+    from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
+
+    tokenizer = load_tokenizer(tokenizer_dir, max_length)
+    padding = pad_id(tokenizer)
+    texts = read_utterances(shuffle_seed=0)
+    ids = tokenize(tokenizer, texts[:pool_size]).ids
+    # Long inputs: several utterances joined and truncated, so every sample is max_length real tokens.
+    joined = [" ".join(cycle(texts[i:] + texts[:i], 12)) for i in range(pool_size)]
+    long_ids = tokenize(tokenizer, joined).ids
+
+    def scenario(name: str, pool: list[list[int]]) -> Scenario:
+        return Scenario(
+            name=name,
+            batch=lambda b, offset=0: pad_to_longest(cycle(pool, b, offset), padding),
+            single=lambda i: pad_to_longest([pool[i % len(pool)]], padding),
+        )
+
+    lengths = sorted(len(row) for row in ids)
+    return [
+        scenario(f"utterances (median {lengths[len(lengths) // 2]} tok)", ids),
+        scenario(f"fixed {max(len(row) for row in long_ids)} tok", long_ids),
+    ]
 
 
 def archive_target(name: str, artifact_dir: Path) -> Target:

@@ -1,12 +1,19 @@
-"""What a load generator sends a text intent classifier and what a good answer looks like."""
+"""What a load generator sends a text intent classifier and what a good answer looks like.
+
+The pool: our utterances (``utterances``), mostly as text/plain and some as JSON
+``{"text": ...}``; a few are several utterances joined, longer than the model's
+max_length, so truncation is on the tested path too.
+"""
 
 from __future__ import annotations
 
+import json
+import random
 from typing import Any
 
-from tsbatch.workloads.payloads import Payload, text_pool
+from tsbatch.kinds.text.utterances import read_utterances
+from tsbatch.workloads.payloads import Payload
 from tsbatch.workloads.schemas import object_problems, probability_problems, sorted_desc_problems
-from tsbatch.workloads.utterances import read_utterances
 from tsbatch.workloads.workload import Workload
 
 SAMPLE_TEXT = "I lost my credit card"
@@ -42,9 +49,38 @@ def largest_answer(model: str, label: str, top_k: int) -> dict[str, Any]:
     return answer | {"top_k": [entry] * top_k, "truncated": False}
 
 
+def text_pool(
+    texts: list[str], seed: int = 0, json_share: float = 0.2, long_share: float = 0.05
+) -> list[Payload]:
+    """Every utterance once (text/plain or JSON), plus joined ones longer than the model's max_length."""
+    rng = random.Random(seed)
+    pool = []
+    for text in texts:
+        if rng.random() < json_share:
+            pool.append(
+                Payload(json.dumps({"text": text}).encode(), "application/json", f"json {len(text)} chars")
+            )
+        else:
+            pool.append(Payload(text.encode("utf-8"), "text/plain; charset=utf-8", f"text {len(text)} chars"))
+    for _ in range(max(1, round(len(texts) * long_share))):
+        joined = ". ".join(rng.sample(texts, k=min(len(texts), rng.randint(6, 12))))
+        pool.append(
+            Payload(joined.encode("utf-8"), "text/plain; charset=utf-8", f"long text {len(joined)} chars")
+        )
+    rng.shuffle(pool)
+    return pool
+
+
 def pool(seed: int) -> list[Payload]:
     """Our held-out utterances, as text/plain and JSON, a few joined past max_length."""
     return text_pool(read_utterances(), seed=seed)
+
+
+def input_value(payload: Payload) -> str:
+    """An utterance as one element of a several-input body: the text itself."""
+    if payload.content_type == "application/json":
+        return str(json.loads(payload.body)["text"])
+    return payload.body.decode("utf-8")
 
 
 def example(url: str) -> list[str]:
@@ -53,4 +89,11 @@ def example(url: str) -> list[str]:
     ]
 
 
-WORKLOAD = Workload(pool=pool, check=answer_problems, ranking=("top_k", "intent"), example=example)
+WORKLOAD = Workload(
+    pool=pool,
+    check=answer_problems,
+    ranking=("top_k", "intent"),
+    example=example,
+    list_key="texts",
+    input_value=input_value,
+)

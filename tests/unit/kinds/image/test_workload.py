@@ -3,9 +3,12 @@ largest answer are what the handler takes and writes."""
 
 from __future__ import annotations
 
-import pytest
+import io
 
-from tsbatch.kinds.image.workload import DIGIT_PNG, WORKLOAD, answer_problems, largest_answer
+import pytest
+from PIL import Image
+
+from tsbatch.kinds.image.workload import DIGIT_PNG, WORKLOAD, answer_problems, image_pool, largest_answer
 
 ANSWER = {
     "model": "resnet18",
@@ -55,3 +58,14 @@ def test_the_sample_call_sends_a_digit_with_a_content_type() -> None:
     lines = WORKLOAD.example("http://127.0.0.1:8080/predictions/m")
     assert lines[0] == DIGIT_PNG
     assert "Content-Type: application/octet-stream" in lines[1] and lines[1].endswith("/predictions/m")
+
+
+def test_image_pool_varies_size_format_and_kind() -> None:
+    pool = image_pool(seed=1, sides=(32, 256, 1024))
+    assert len(pool) == 6
+    decoded = [Image.open(io.BytesIO(p.body)) for p in pool]
+    assert {img.format for img in decoded} == {"PNG", "JPEG", "WEBP"}
+    assert {p.content_type for p in pool} == {"image/png", "image/jpeg", "image/webp"}
+    assert max(max(img.size) for img in decoded) == 1024 and min(max(img.size) for img in decoded) == 32
+    assert {p.description.split()[0] for p in pool} == {"digit", "photo"}
+    assert [p.body for p in image_pool(seed=1, sides=(32,))] == [p.body for p in pool[:2]]

@@ -3,9 +3,11 @@ largest answer are what the handler takes and writes."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from tsbatch.kinds.text.workload import SAMPLE_TEXT, WORKLOAD, answer_problems, largest_answer
+from tsbatch.kinds.text.workload import SAMPLE_TEXT, WORKLOAD, answer_problems, largest_answer, text_pool
 
 ANSWER = {
     "model": "bert_intent",
@@ -48,3 +50,13 @@ def test_the_largest_answer_is_a_valid_one() -> None:
 def test_the_sample_call_sends_text() -> None:
     (line,) = WORKLOAD.example("http://127.0.0.1:8080/predictions/m")
     assert "Content-Type: text/plain" in line and SAMPLE_TEXT in line and line.endswith("/predictions/m")
+
+
+def test_text_pool_sends_plain_and_json_and_adds_long_utterances() -> None:
+    texts = ["freeze my card", "where is it, my card"]
+    pool = text_pool(texts * 20, seed=0, json_share=0.5)
+    as_json = [json.loads(p.body)["text"] for p in pool if p.content_type == "application/json"]
+    plain = [p.body.decode() for p in pool if p.content_type.startswith("text/plain")]
+    assert as_json and plain
+    assert set(as_json) <= set(texts)
+    assert max(len(text) for text in plain) > 6 * len("freeze my card")  # joined, past max_length

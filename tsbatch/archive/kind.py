@@ -1,15 +1,21 @@
-"""One model kind as the toolkit sees it: a frozen record of its types, files and callables.
+"""One model kind as the toolkit sees it: a frozen record of its types, files and callables,
+and the one lookup of the installed kinds.
 
-Heavy parts (the exporter, the sweep's model loaders) are named by module and imported only
-when used: each pulls in libraries (torchvision and scikit-learn, transformers) that the
-other kinds and the load generators never need.
+The core never imports a kind: each kind's package (``tsbatch/kinds/<kind>/``, or another
+installed package) registers its record in the ``tsbatch.kinds`` entry-point group, and the
+manifest's ``kind:`` names one of them. Heavy parts (the exporter, the sweep's model
+loaders) are named by module and imported only when used: each pulls in libraries
+(torchvision and scikit-learn, transformers) that the other kinds and the load generators
+never need.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 from typing import Any
 
@@ -47,8 +53,8 @@ class Kind:
     export, the sweep, the load generators' workload, the archive's input metadata and the
     kind's own body-size limits."""
 
-    name: str  # the manifest's ``kind:``
-    entry: type[Common]  # the models.yaml entry (tsbatch/kinds/<kind>/schema.py)
+    name: str  # the manifest's ``kind:``, and its entry point's name
+    entry: type[Common]  # the models.yaml entry (its schema module)
     config: type[ModelConfig]  # what the worker reads (batchkit.config; travels in the .mar)
     handler: str  # the handler file, when the manifest entry names none
     # Config fields the export fills from what it built (weights found, threshold chosen...),
@@ -84,3 +90,36 @@ class Kind:
         mapping = to_mapping(from_mapping(self.config, values))
         mapping.pop("torch_threads")
         return mapping
+
+
+# The entry-point group every kind registers its Kind record in (pyproject.toml).
+KINDS_GROUP = "tsbatch.kinds"
+
+
+class KindError(ValueError):
+    """A kind that is not installed, or an entry point that is not a kind."""
+
+
+def load_kinds(points: Iterable[EntryPoint]) -> dict[str, Kind]:
+    """The Kind record of each entry point, by its name (which must be the record's)."""
+    kinds: dict[str, Kind] = {}
+    for point in points:
+        kind = point.load()
+        if not isinstance(kind, Kind):
+            raise KindError(f"entry point {point.name} = {point.value} ({KINDS_GROUP}) is not a Kind record")
+        if kind.name != point.name:
+            raise KindError(f"entry point {point.name} = {point.value} names kind {kind.name!r}")
+        kinds[point.name] = kind
+    return kinds
+
+
+@functools.cache
+def installed_kinds() -> dict[str, Kind]:
+    """Every kind the installed packages register (once per process)."""
+    kinds = load_kinds(entry_points(group=KINDS_GROUP))
+    if not kinds:
+        raise KindError(
+            f"no model kind is installed (entry-point group {KINDS_GROUP}): install the toolkit "
+            "(`make install`), whose package metadata registers them"
+        )
+    return kinds

@@ -9,8 +9,8 @@ import pytest
 import torch
 from PIL import Image
 
-from tsbatch.archive.int8.calibration import calibration_batches
-from tsbatch.archive.schema import Calibration
+from tsbatch.kinds.image.calibration import calibration_batches
+from tsbatch.kinds.image.schema import Calibration
 from tsbatch.kinds.image.weights import ExportError, ResolvedWeights
 
 

@@ -14,7 +14,7 @@ import torch
 from PIL import Image
 
 from batchkit.images import preprocess, to_rgb
-from tsbatch.archive.schema import Calibration
+from tsbatch.kinds.image.schema import Calibration
 from tsbatch.kinds.image.weights import ExportError, ResolvedWeights
 
 BATCH = 32

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tsbatch.workloads import images
+from tsbatch.kinds.image import pictures
 
 
 def is_dark_on_light(image: Image.Image) -> bool:
@@ -19,18 +19,18 @@ def is_dark_on_light(image: Image.Image) -> bool:
 
 
 def test_handwritten_digits_are_distinct_dark_on_light_and_seeded() -> None:
-    digits = images.handwritten_digits(12, size=64, seed=3)
+    digits = pictures.handwritten_digits(12, size=64, seed=3)
     assert [d.size for d in digits] == [(64, 64)] * 12 and all(d.mode == "RGB" for d in digits)
     assert len({d.tobytes() for d in digits}) == 12
     assert all(is_dark_on_light(d) for d in digits)
-    assert [d.tobytes() for d in images.handwritten_digits(12, size=64, seed=3)] == [
+    assert [d.tobytes() for d in pictures.handwritten_digits(12, size=64, seed=3)] == [
         d.tobytes() for d in digits
     ]
 
 
 def test_handwritten_digits_are_drawn_where_scikit_learn_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sklearn.datasets", None)  # the import now raises ImportError
-    digits = images.handwritten_digits(4, size=48)
+    digits = pictures.handwritten_digits(4, size=48)
     assert [d.size for d in digits] == [(48, 48)] * 4
     assert all(is_dark_on_light(d) for d in digits)
 
@@ -38,16 +38,18 @@ def test_handwritten_digits_are_drawn_where_scikit_learn_is_missing(monkeypatch:
 def test_ink_becomes_dark_on_white() -> None:
     ink = np.zeros((1, 8, 8))
     ink[0, 2:6, 3] = 16
-    (picture,) = images.ink_pictures(ink)
+    (picture,) = pictures.ink_pictures(ink)
     grey = np.asarray(picture.convert("L"))
     assert grey[0, 0] == 255 and grey[3, 3] == 0
 
 
 def test_encoded_pictures_have_the_asked_sizes_format_and_kind() -> None:
     sizes = [(40, 30), (64, 64)]
-    digits = [Image.open(io.BytesIO(body)) for body in images.encoded_pictures("digit", sizes, "PNG", seed=1)]
+    digits = [
+        Image.open(io.BytesIO(body)) for body in pictures.encoded_pictures("digit", sizes, "PNG", seed=1)
+    ]
     photos = [
-        Image.open(io.BytesIO(body)) for body in images.encoded_pictures("photo", sizes, "JPEG", seed=1)
+        Image.open(io.BytesIO(body)) for body in pictures.encoded_pictures("photo", sizes, "JPEG", seed=1)
     ]
     assert [d.size for d in digits] == [p.size for p in photos] == sizes
     assert {d.format for d in digits} == {"PNG"} and {p.format for p in photos} == {"JPEG"}
@@ -57,7 +59,7 @@ def test_encoded_pictures_have_the_asked_sizes_format_and_kind() -> None:
 
 
 def test_encode_round_trips_every_upload_format() -> None:
-    picture = images.photo_like(random.Random(0), 50, 40)
+    picture = pictures.photo_like(random.Random(0), 50, 40)
     for fmt in ("PNG", "JPEG", "WEBP"):
-        decoded = Image.open(io.BytesIO(images.encode(picture, fmt)))
+        decoded = Image.open(io.BytesIO(pictures.encode(picture, fmt)))
         assert decoded.format == fmt and decoded.size == (50, 40)

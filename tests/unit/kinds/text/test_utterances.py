@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.workloads.utterances import read_utterances
+from tsbatch.kinds.text.utterances import read_utterances
 
 
 def test_the_test_split_is_read_when_it_exists(tmp_path: Path) -> None:

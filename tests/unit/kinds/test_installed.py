@@ -1,5 +1,5 @@
-"""Every registered kind is complete: each field of its worker config is set by someone, its
-heavy modules exist, and the manifest's kinds are the registry's."""
+"""Every installed kind is complete: each field of its worker config is set by someone, its
+heavy modules exist, and the manifest's models find theirs."""
 
 from __future__ import annotations
 
@@ -10,11 +10,17 @@ import pytest
 
 from batchkit.images import IMAGE_INPUTS
 from batchkit.protocols import v2_metadata
+from tsbatch.archive.kind import BUILD_FIELDS, Kind, installed_kinds
 from tsbatch.archive.manifest import load_manifest
-from tsbatch.kinds.kind import BUILD_FIELDS, Kind
-from tsbatch.kinds.registry import KINDS, kind_of
+from tsbatch.kinds.image.kind import IMAGE
+from tsbatch.kinds.text.kind import TEXT
 
+KINDS = installed_kinds()
 ALL = pytest.mark.parametrize("kind", list(KINDS.values()), ids=list(KINDS))
+
+
+def test_the_package_registers_its_two_kinds() -> None:
+    assert KINDS == {"image": IMAGE, "text": TEXT}
 
 
 @ALL
@@ -35,8 +41,8 @@ def test_the_heavy_modules_are_there_and_imported_only_on_demand(kind: Kind) -> 
 
 def test_the_manifest_s_models_find_their_kind() -> None:
     manifest = load_manifest()
-    assert {kind_of(spec).name for spec in manifest.models.values()} == set(KINDS)
-    assert kind_of(manifest.model("resnet18")) is KINDS["image"]
+    assert {spec.kind.name for spec in manifest.models.values()} == set(KINDS)
+    assert manifest.model("resnet18").kind is KINDS["image"]
 
 
 def test_the_metadata_an_archive_carries_names_each_kind_s_input() -> None:
