@@ -23,6 +23,4 @@ DEFAULT_MANIFEST = REPO_ROOT / MANIFEST_NAME
 DEFAULT_PROPERTIES = REPO_ROOT / "config.properties"
 DEFAULT_SLA_FILE = REPO_ROOT / "loadtest" / "sla.yaml"
 SERVE_DIR = REPO_ROOT / ".serve"
-INTENT_DATA_DIR = REPO_ROOT / "data" / "intents"
-INTENT_RAW_DIR = INTENT_DATA_DIR / "raw"
 REPORTS_DIR = REPO_ROOT / "reports"

@@ -24,6 +24,7 @@ from batchkit.protocols import InputSchema
 from tsbatch.archive import artifacts
 from tsbatch.archive.schema import Common, handler_values
 from tsbatch.config.findings import Problem
+from tsbatch.config.properties import WorkerKey
 from tsbatch.workloads.workload import Workload
 
 # The handler config fields every build writes whatever the kind: the archive's files, the
@@ -69,6 +70,8 @@ class Kind:
     largest_answer: Callable[[str, str, int], dict[str, Any]]
     # Findings on the entry's limits against config.properties' max_request_size (where, entry, limit).
     limits: Callable[[str, Any, int], list[Problem]]
+    # The optional keys of its models= entry in config.properties that only its worker reads.
+    worker_keys: tuple[WorkerKey, ...] = ()
 
     def exporter_module(self) -> ModuleType:
         return importlib.import_module(self.exporter)

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,8 @@ from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest, parse_m
 from tsbatch.archive.schema import SERVING_KEYS
 from tsbatch.config.properties import (
     BATCH_KEYS,
-    DECODE_KEYS,
     PropertiesError,
+    WorkerKey,
     archive_entry,
     read_properties,
     replace_entry,
@@ -45,10 +46,13 @@ class PackageError(RuntimeError):
     """The archive could not be built."""
 
 
-def archive_settings(properties_path: Path, model_name: str) -> dict[str, Any]:
-    """The settings of one model in config.properties that the archive must repeat."""
+def archive_settings(
+    properties_path: Path, model_name: str, worker_keys: Sequence[WorkerKey] = ()
+) -> dict[str, Any]:
+    """The settings of one model in config.properties that the archive must repeat (with the
+    ``worker_keys`` of its kind it sets)."""
     try:
-        return archive_entry(read_properties(properties_path), model_name)
+        return archive_entry(read_properties(properties_path), model_name, worker_keys)
     except PropertiesError as exc:
         raise PackageError(f"{properties_path}: {exc}") from None
 
@@ -59,7 +63,7 @@ def model_config(spec: ModelSpec, settings: dict[str, Any]) -> dict[str, Any]:
     type reads it."""
     exported = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     exported["torch_threads"] = settings["torchThreads"]
-    exported.update({field: settings[key] for key, field in DECODE_KEYS.items() if key in settings})
+    exported.update({key.field: settings[key.name] for key in spec.kind.worker_keys if key.name in settings})
     exported.update(spec.config.model_dump(include=set(SERVING_KEYS)))
     handler = to_mapping(from_mapping(spec.kind.config, exported))
     config = {key: settings[key] for key in BATCH_KEYS}
@@ -101,7 +105,7 @@ def package(
     """Build ``<model store>/<name>.mar`` unless the one there was built from the same inputs."""
     if not (spec.artifact_dir / artifacts.MODEL_FILE).exists():
         raise PackageError(f"{spec.name}: no exported model in {spec.artifact_dir}; run the export first")
-    settings = archive_settings(properties_path, spec.name)
+    settings = archive_settings(properties_path, spec.name, spec.kind.worker_keys)
     config = model_config(spec, settings)
     stamp = stamp_for(spec, config)
     mar_path = manifest.model_store / f"{spec.name}.mar"
@@ -145,7 +149,7 @@ def package(
         f"[package] {mar_path} (batchSize={settings['batchSize']}, "
         f"maxBatchDelay={settings['maxBatchDelay']}, workers={settings['minWorkers']}-"
         f"{settings['maxWorkers']}, torchThreads={settings['torchThreads']}"
-        + "".join(f", {key}={settings[key]}" for key in DECODE_KEYS if key in settings)
+        + "".join(f", {k.name}={settings[k.name]}" for k in spec.kind.worker_keys if k.name in settings)
         + ")"
     )
     return mar_path

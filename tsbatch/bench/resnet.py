@@ -44,7 +44,8 @@ from tsbatch.bench.decoding import SETTINGS as DECODE_SETTINGS
 from tsbatch.bench.decoding import decode_rows, print_section
 from tsbatch.bench.served_archive import add_archive_options, bench_archive
 from tsbatch.client.load import LoadDriver, LoadSpec
-from tsbatch.config.properties import DECODE_KEYS, model_settings, read_properties
+from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.kinds.image.kind import DECODE_KEYS
 from tsbatch.kinds.image.pictures import encoded_pictures
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.process import start_instance
@@ -137,7 +138,7 @@ def serve(
     manifest = load_manifest()
     spec = variant_spec(spec, work / shape, variant)
     private = Manifest(models={MODEL: spec}, build_dir=spec.build_dir, model_store=manifest.model_store)
-    decode = "".join(f"-{key}-{settings[key]}" for key in DECODE_KEYS if key in settings)
+    decode = "".join(f"-{k.name}-{settings[k.name]}" for k in DECODE_KEYS if k.name in settings)
     name = f"{shape}-{variant.name}{decode}"
     properties, store = private_store(work / f"store-{name}", [MODEL], {MODEL: settings}, manifest=private)
     server = start_instance(work / f"run-{name}", store, [MODEL], source=properties)
@@ -262,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         key: int(configured[key])
         for key in ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers", "torchThreads")
     }
-    settings.update({key: configured[key] for key in DECODE_KEYS if key in configured})
+    settings.update({k.name: configured[k.name] for k in DECODE_KEYS if k.name in configured})
     for key, value in (
         ("batchSize", args.batch_size),
         ("maxBatchDelay", args.delay),

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 import yaml
 
+from tsbatch.archive.kind import installed_kinds
 from tsbatch.archive.manifest import Manifest, ManifestError, add_manifest_arguments, load_manifest
 from tsbatch.config.crosscheck import cross_check
 from tsbatch.config.findings import Problem
@@ -26,10 +27,8 @@ from tsbatch.config.properties import (
     ADDRESS_KEYS,
     ARCHIVE_KEYS,
     BATCH_KEYS,
-    DECODE_DEFAULTS,
-    DECODE_KEYS,
     PropertiesError,
-    decode_problem,
+    WorkerKey,
     load_models,
     model_settings,
     read_properties,
@@ -57,14 +56,21 @@ TORCHSERVE_KEYS = {
     "ts_header_key_sequence_start", "ts_header_key_sequence_end", "ts_open_inference_protocol",
     "cpp_log_config", "torchelastic_ts",
 }  # fmt: skip
-# Per-model keys of the models= JSON that TorchServe knows, plus the toolkit's own.
+# Per-model keys of the models= JSON that TorchServe knows, plus the toolkit's own (and the
+# kinds' own worker keys, ``worker_keys``).
 MODEL_KEYS = {
     "defaultVersion", "marName", "minWorkers", "maxWorkers", "batchSize", "maxBatchDelay",
     "responseTimeout", "startupTimeout", "runtime", "deviceType", "parallelType", "parallelLevel",
     "continuousBatching", "useJobTicket", "useVenv", "stateful", "jobQueueSize",
     "maxRetryTimeoutInSec", "clientTimeoutInMills", "deviceIds", "torchThreads",
-    "decodeThreads", "decodePath",
 }  # fmt: skip
+Keys = dict[str, WorkerKey]
+
+
+def worker_keys(manifest: Manifest | None) -> Keys:
+    """The models= keys the kinds' workers read: the manifest's kinds', else every installed kind's."""
+    kinds = [spec.kind for spec in manifest.models.values()] if manifest else installed_kinds().values()
+    return {key.name: key for kind in kinds for key in kind.worker_keys}
 
 
 def _suggest(name: str, known: set[str]) -> str:
@@ -166,23 +172,23 @@ def check_properties(values: dict[str, str], base_dir: Path) -> list[Problem]:
     return problems
 
 
-def check_models(values: dict[str, str]) -> tuple[list[Problem], dict[str, dict[str, Any]]]:
+def check_models(values: dict[str, str], keys: Keys) -> tuple[list[Problem], dict[str, dict[str, Any]]]:
     problems: list[Problem] = []
     try:
         settings = model_settings(values)
     except PropertiesError as exc:
         return [Problem("error", "models", str(exc))], {}
-    total_threads = 0
+    total_threads, pools = 0, ["torchThreads", *(name for name, key in keys.items() if key.threads)]
     for name, entry in settings.items():
         where = f"models.{name}"
         for key in entry:
-            if key not in MODEL_KEYS:
+            if key not in MODEL_KEYS and key not in keys:
                 problems.append(
                     Problem(
                         "error",
                         f"{where}.{key}",
                         "unknown setting; TorchServe ignores it and uses its default."
-                        + _suggest(key, MODEL_KEYS),
+                        + _suggest(key, MODEL_KEYS | set(keys)),
                     )
                 )
         for key in ARCHIVE_KEYS:
@@ -239,12 +245,11 @@ def check_models(values: dict[str, str]) -> tuple[list[Problem], dict[str, dict[
             problems.append(Problem("error", f"{where}.responseTimeout", "must be at least 1 second."))
         if ints.get("torchThreads", 1) < 1:
             problems.append(Problem("error", f"{where}.torchThreads", "must be at least 1."))
-        decode = decode_problem(entry)
-        if decode:
-            key, _, why = decode.partition(": ")
-            problems.append(Problem("error", f"{where}.{key}", why + "."))
+        for name, why in ((name, keys[name].problem(entry[name])) for name in keys if name in entry):
+            if why:
+                problems.append(Problem("error", f"{where}.{name}", why + "."))
         # A worker decodes a batch, then runs the model: its busiest moment takes the larger pool.
-        busiest = max(ints.get("torchThreads", 1), ints.get("decodeThreads", 1))
+        busiest = max(ints.get(name, 1) for name in pools)
         total_threads += ints.get("maxWorkers", 1) * busiest
     cores = os.cpu_count() or 1
     if total_threads > cores:
@@ -252,9 +257,10 @@ def check_models(values: dict[str, str]) -> tuple[list[Problem], dict[str, dict[
             Problem(
                 "warning",
                 "models",
-                f"workers x max(torchThreads, decodeThreads) add up to {total_threads} CPU threads "
+                f"workers x max({', '.join(pools)}) add up to {total_threads} CPU threads "
                 f"on {cores} cores; CPU-bound workers will slow each other down (fine when models "
-                "run on GPUs, where decodeThreads is sized by docs/precision-and-runtime.md).",
+                f"run on GPUs, where {', '.join(pools[1:]) or 'each pool'} is sized by "
+                "docs/precision-and-runtime.md).",
             )
         )
     for model in load_models(values) or []:
@@ -277,7 +283,7 @@ def archive_model_config(mar_path: Path) -> dict[str, Any]:
         return yaml.safe_load(archive.read(names[0])) or {}
 
 
-def check_archives(settings: dict[str, dict[str, Any]], model_store: Path) -> list[Problem]:
+def check_archives(settings: dict[str, dict[str, Any]], model_store: Path, keys: Keys) -> list[Problem]:
     problems: list[Problem] = []
     for name, entry in settings.items():
         mar = model_store / entry.get("marName", f"{name}.mar")
@@ -288,17 +294,17 @@ def check_archives(settings: dict[str, dict[str, Any]], model_store: Path) -> li
             continue
         baked = archive_model_config(mar)
         handler = baked.get("handler") or {}
-        # The decode keys of a model whose worker has them (image models), defaults included.
-        decode = {k: entry.get(k, DECODE_DEFAULTS[k]) for k, f in DECODE_KEYS.items() if f in handler}
+        # The worker keys of a model whose worker reads them (its kind's), defaults included.
+        read = {k: entry.get(k, key.default) for k, key in keys.items() if key.field in handler}
         expected = {
             **{k: entry.get(k) for k in BATCH_KEYS},
             "torchThreads": entry.get("torchThreads"),
-            **decode,
+            **read,
         }
         found = {
             **{k: baked.get(k) for k in BATCH_KEYS},
             "torchThreads": handler.get("torch_threads"),
-            **{k: handler.get(DECODE_KEYS[k]) for k in decode},
+            **{k: handler.get(keys[k].field) for k in read},
         }
         differing = [k for k in expected if expected[k] != found[k]]
         if differing:
@@ -321,9 +327,9 @@ def check(
     manifest: Manifest | None = None,
     include_archives: bool = True,
 ) -> list[Problem]:
-    values = read_properties(properties_path)
+    values, keys = read_properties(properties_path), worker_keys(manifest)
     problems = check_properties(values, properties_path.resolve().parent)
-    model_problems, settings = check_models(values)
+    model_problems, settings = check_models(values, keys)
     problems += model_problems
     store = (
         manifest.model_store
@@ -336,7 +342,7 @@ def check(
         loaded = load_models(values)
         if loaded:
             settings = {name: entry for name, entry in settings.items() if name in loaded}
-        problems += check_archives(settings, store)
+        problems += check_archives(settings, store, keys)
     return problems
 
 

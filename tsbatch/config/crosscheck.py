@@ -17,7 +17,7 @@ from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ModelSpec
 from tsbatch.config.bodies import base64_ceiling
 from tsbatch.config.findings import Problem
-from tsbatch.config.properties import DECODE_KEYS, load_models
+from tsbatch.config.properties import load_models
 
 # TorchServe 0.12's defaults when config.properties leaves the limits out.
 DEFAULT_MAX_REQUEST_SIZE = 6553500
@@ -138,20 +138,23 @@ def loaded_models(
     return problems
 
 
-def decode_settings(settings: dict[str, dict[str, Any]], manifest: Manifest) -> list[Problem]:
-    """Decode keys only on a model whose worker decodes images (its kind's config has them)."""
+def worker_settings(settings: dict[str, dict[str, Any]], manifest: Manifest) -> list[Problem]:
+    """A kind's worker keys (the image kind's decode pool) only on a model whose worker reads
+    them (its kind's config has their fields)."""
+    keys = {key.name: key for spec in manifest.models.values() for key in spec.kind.worker_keys}
     problems = []
     for name, entry in settings.items():
         if name not in manifest.models:
             continue
-        fields = {field.name for field in dataclasses.fields(manifest.models[name].kind.config)}
-        for key in (key for key, field in DECODE_KEYS.items() if key in entry and field not in fields):
+        kind = manifest.models[name].kind
+        fields = {field.name for field in dataclasses.fields(kind.config)}
+        for key in (key for key in keys.values() if key.name in entry and key.field not in fields):
             problems.append(
                 Problem(
                     "error",
-                    f"models.{name}.{key}",
-                    f"a {manifest.models[name].kind.name} model's worker has no decode pool: "
-                    f"remove {key} from its entry (config.properties).",
+                    f"models.{name}.{key.name}",
+                    f"a {kind.name} model's worker has no {key.part}: "
+                    f"remove {key.name} from its entry (config.properties).",
                 )
             )
     return problems
@@ -163,6 +166,6 @@ def cross_check(
     return (
         body_limits(values, manifest)
         + batch_bounds(settings, manifest)
-        + decode_settings(settings, manifest)
+        + worker_settings(settings, manifest)
         + loaded_models(values, settings, manifest, store)
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,12 +19,6 @@ BATCH_KEYS = ("minWorkers", "maxWorkers", "batchSize", "maxBatchDelay", "respons
 # What each archive repeats from its models= entry: TorchServe's batch keys and the
 # toolkit's torchThreads. Every one is required: TorchServe would let the archive win.
 ARCHIVE_KEYS = (*BATCH_KEYS, "torchThreads")
-# The toolkit's optional keys for image models, each with the handler field it is baked
-# into when set (absent: the handler's default, one thread and the auto path).
-DECODE_KEYS = {"decodeThreads": "decode_threads", "decodePath": "decode_path"}
-DECODE_PATHS = ("auto", "pil", "tensor")
-# What an image model's worker does when its entry leaves a decode key out.
-DECODE_DEFAULTS = {"decodeThreads": 1, "decodePath": "auto"}
 # TorchServe's three APIs and the keys that hold their addresses.
 ADDRESS_KEYS = {
     "inference": "inference_address",
@@ -35,6 +29,19 @@ ADDRESS_KEYS = {
 
 class PropertiesError(ValueError):
     """config.properties cannot be understood; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class WorkerKey:
+    """An optional key of a model's ``models=`` entry that only some kinds' workers read (the
+    image kind's decode pool), baked into the handler config's ``field`` when set."""
+
+    name: str  # in config.properties, e.g. decodeThreads
+    field: str  # the handler config field, e.g. decode_threads
+    default: Any  # what the worker does when the entry leaves it out
+    problem: Callable[[Any], str | None]  # why a value is wrong, or None
+    part: str  # the part of the worker it sets, for "a text model's worker has no <part>"
+    threads: bool = False  # a thread pool beside torchThreads: counted in the CPU budget
 
 
 @dataclass(frozen=True)
@@ -152,9 +159,11 @@ def model_settings(properties: dict[str, str]) -> dict[str, dict[str, Any]]:
     return settings
 
 
-def archive_entry(properties: Mapping[str, str], model: str) -> dict[str, Any]:
+def archive_entry(
+    properties: Mapping[str, str], model: str, worker_keys: Sequence[WorkerKey] = ()
+) -> dict[str, Any]:
     """One model's ``ARCHIVE_KEYS`` from ``models=``, each required and a whole number (the
-    rule ``make check-config`` explains), and the ``DECODE_KEYS`` it sets; a
+    rule ``make check-config`` explains), and the ``worker_keys`` of its kind it sets; a
     PropertiesError names what is missing or wrong."""
     settings = model_settings(dict(properties))
     if model not in settings:
@@ -166,21 +175,11 @@ def archive_entry(properties: Mapping[str, str], model: str) -> dict[str, Any]:
     wrong = [key for key in ARCHIVE_KEYS if isinstance(entry[key], bool) or not isinstance(entry[key], int)]
     if wrong:
         raise PropertiesError(f"models.{model}: {wrong} must be whole numbers")
-    problem = decode_problem(entry)
-    if problem:
-        raise PropertiesError(f"models.{model}.{problem}")
-    return {key: entry[key] for key in (*ARCHIVE_KEYS, *DECODE_KEYS) if key in entry}
-
-
-def decode_problem(entry: Mapping[str, Any]) -> str | None:
-    """What is wrong with a model entry's decode keys (``key: why``), or None."""
-    threads = entry.get("decodeThreads", DECODE_DEFAULTS["decodeThreads"])
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        return f"decodeThreads: must be a whole number of at least 1, got {threads!r}"
-    path = entry.get("decodePath", DECODE_DEFAULTS["decodePath"])
-    if path not in DECODE_PATHS:
-        return f"decodePath: must be one of {', '.join(DECODE_PATHS)}, got {path!r}"
-    return None
+    for key in worker_keys:
+        problem = key.problem(entry[key.name]) if key.name in entry else None
+        if problem:
+            raise PropertiesError(f"models.{model}.{key.name}: {problem}")
+    return {key: entry[key] for key in (*ARCHIVE_KEYS, *(k.name for k in worker_keys)) if key in entry}
 
 
 def format_models(document: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import package
-from tsbatch.config.check import check, check_archives, check_models
+from tsbatch.config.check import check, check_archives, check_models, worker_keys
 from tsbatch.config.findings import Problem
 from tsbatch.config.properties import load_models, read_properties
 from tsbatch.environment import KSERVE_STORAGE_ENV, Environment
@@ -72,9 +72,10 @@ def kserve_storage(
 
 def stale_archives(properties: Path, store: Path) -> list[Problem]:
     """Archives in ``store`` whose baked batch settings differ from the file (or are missing)."""
-    _, settings = check_models(read_properties(properties))
+    keys = worker_keys(None)
+    _, settings = check_models(read_properties(properties), keys)
     wanted = set(load_models(read_properties(properties)) or settings)
-    return check_archives({name: entry for name, entry in settings.items() if name in wanted}, store)
+    return check_archives({name: entry for name, entry in settings.items() if name in wanted}, store, keys)
 
 
 def prepare(

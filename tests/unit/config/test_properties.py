@@ -100,6 +100,7 @@ def test_an_archive_entry_needs_every_baked_key_as_check_config_says() -> None:
     import json
 
     from tsbatch.config.properties import PropertiesError, archive_entry
+    from tsbatch.kinds.image.kind import DECODE_KEYS
 
     def models(entry: dict[str, int]) -> dict[str, str]:
         return {"models": json.dumps({"m": {"1.0": entry}})}
@@ -112,12 +113,13 @@ def test_an_archive_entry_needs_every_baked_key_as_check_config_says() -> None:
     with pytest.raises(PropertiesError, match="no models entry for 'x'"):
         archive_entry(values, "x")
     decoding = models({**full, "torchThreads": 1, "decodeThreads": 2, "decodePath": "tensor"})
-    assert archive_entry(decoding, "m") == {
+    assert archive_entry(decoding, "m", DECODE_KEYS) == {
         **full,
         "torchThreads": 1,
         "decodeThreads": 2,
         "decodePath": "tensor",
     }
-    assert "decodeThreads" not in archive_entry(values, "m")
+    assert "decodeThreads" not in archive_entry(values, "m", DECODE_KEYS)
+    assert "decodeThreads" not in archive_entry(decoding, "m")  # a kind without the key
     with pytest.raises(PropertiesError, match="decodePath: must be one of auto, pil, tensor"):
-        archive_entry(models({**full, "torchThreads": 1, "decodePath": "fast"}), "m")
+        archive_entry(models({**full, "torchThreads": 1, "decodePath": "fast"}), "m", DECODE_KEYS)

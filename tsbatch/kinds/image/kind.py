@@ -7,8 +7,28 @@ from batchkit.protocols import InputSchema
 from tsbatch.archive.kind import Kind
 from tsbatch.config.bodies import base64_body, base64_ceiling
 from tsbatch.config.findings import Problem
+from tsbatch.config.properties import WorkerKey
 from tsbatch.kinds.image import workload
 from tsbatch.kinds.image.schema import ImageModel
+
+DECODE_PATHS = ("auto", "pil", "tensor")
+
+
+def decode_threads_problem(threads: object) -> str | None:
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        return f"must be a whole number of at least 1, got {threads!r}"
+    return None
+
+
+def decode_path_problem(path: object) -> str | None:
+    return None if path in DECODE_PATHS else f"must be one of {', '.join(DECODE_PATHS)}, got {path!r}"
+
+
+# The worker's decode pool (config.properties; absent: one thread and the auto path).
+DECODE_KEYS = (
+    WorkerKey("decodeThreads", "decode_threads", 1, decode_threads_problem, "decode pool", threads=True),
+    WorkerKey("decodePath", "decode_path", "auto", decode_path_problem, "decode pool"),
+)
 
 
 def input_schema() -> InputSchema:
@@ -58,4 +78,5 @@ IMAGE = Kind(
     input_schema=input_schema,
     largest_answer=workload.largest_answer,
     limits=limits,
+    worker_keys=DECODE_KEYS,
 )

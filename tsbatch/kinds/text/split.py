@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from tsbatch.kinds.text.leakage import duplicate_groups, find_duplicates, normalized
-from tsbatch.paths import INTENT_DATA_DIR, INTENT_RAW_DIR
+from tsbatch.kinds.text.utterances import INTENT_DATA_DIR, INTENT_RAW_DIR
 
 SPLIT_NAMES = ("train", "val", "test")
 DEFAULT_FRACTIONS = (0.6, 0.2, 0.2)

@@ -10,8 +10,10 @@ import csv
 import random
 from pathlib import Path
 
-from tsbatch.paths import INTENT_DATA_DIR, INTENT_RAW_DIR
+from tsbatch.paths import REPO_ROOT
 
+INTENT_DATA_DIR = REPO_ROOT / "data" / "intents"  # the splits the build makes
+INTENT_RAW_DIR = INTENT_DATA_DIR / "raw"  # in the repository from the start
 INTENT_TEST_CSV = INTENT_DATA_DIR / "test.csv"
 
 

@@ -15,7 +15,7 @@ from tsbatch.kinds.text.data import (
     read_clinc_json,
     screen_repeats,
 )
-from tsbatch.paths import INTENT_DATA_DIR
+from tsbatch.kinds.text.utterances import INTENT_DATA_DIR
 
 
 def write_clinc(path: Path, **overrides: object) -> Path:

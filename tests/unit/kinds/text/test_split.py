@@ -16,7 +16,7 @@ from tsbatch.kinds.text.split import (
     split_examples,
     without_repeats_of,
 )
-from tsbatch.paths import INTENT_DATA_DIR, INTENT_RAW_DIR
+from tsbatch.kinds.text.utterances import INTENT_DATA_DIR, INTENT_RAW_DIR
 
 BANKING = [
     "freeze_account",
