@@ -3,9 +3,9 @@
 Both run the same ``build/bert_intent/model.pt`` and tokenizer in a real TorchServe with
 the same batch settings from config.properties; only the handler differs:
 
-- ``ours``: ``handlers/intent_handler.py`` (one tokenizer call per batch, padding to the
+- ``ours``: ``handlers/text_classifier_handler.py`` (one tokenizer call per batch, padding to the
   longest item, length-sorted passes when lengths differ widely);
-- ``usual``: ``tsbatch/bench/baseline_intent_handler.py`` (each request tokenized alone
+- ``usual``: ``tsbatch/bench/baseline_text_handler.py`` (each request tokenized alone
   and padded to 128 tokens);
 - ``fp32-ts``: our handler pinned to fp32 TorchScript, the precision/runtime baseline
   (``ours`` serves what the archive chooses on this machine: a gated ``.pt2``, bf16 where
@@ -50,7 +50,7 @@ from tsbatch.server.process import start_instance
 from tsbatch.server.served import worker_rss_mb
 
 MODEL = "bert_intent"
-BASELINE_HANDLER = Path(__file__).with_name("baseline_intent_handler.py")
+BASELINE_HANDLER = Path(__file__).with_name("baseline_text_handler.py")
 REPORT_PATH = REPORTS_DIR / "bench_intent.json"
 BASELINE_ROW = "fp32-ts"  # our handler pinned to fp32 TorchScript
 # Rows pinned to a precision: each serves the planner's best candidate at it on this machine.

@@ -49,10 +49,8 @@ PLAIN = {
     "precision": "fp32",
     "runtime": "torchscript",
     "check_outputs": {},
-    "auto_runtime": {},
     "compiled_models": [],
     "compiled_max_batch_size": 0,
-    "int8_speedup": 0.0,
 }
 
 

@@ -10,7 +10,7 @@ from tsbatch.archive.pipeline import EXPORT_INPUTS_FILE, export_inputs, needs_ex
 
 
 def make_spec(root: Path, **settings: object) -> ModelSpec:
-    entry = {"kind": "text", "handler": "handlers/intent_handler.py", "version": "1.0", **settings}
+    entry = {"kind": "text", "handler": "handlers/text_classifier_handler.py", "version": "1.0", **settings}
     return ModelSpec(
         name="m", config=validate_entry("m", entry, root / "models.yaml"), build_dir=root / "build", root=root
     )
