@@ -47,6 +47,15 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                 action="status",
             ),
             Command(
+                "apply",
+                "change batchSize, maxBatchDelay, workers of a model on the running server, no request failed",
+                (
+                    "tsbatch apply --model resnet18 --batch-size 16 --max-batch-delay 20",
+                    "tsbatch apply --model bert_intent --workers 2 --run-dir .serve",
+                ),
+                "tsbatch.server.apply:main",
+            ),
+            Command(
                 "loadtest",
                 "Locust on the toolkit's locustfile, gated on loadtest/sla.yaml (headless unless --ui)",
                 (
