@@ -157,7 +157,11 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
             Command(
                 "tune",
                 "SLA-driven batchSize x maxBatchDelay x workers search through TorchServe",
-                ("tsbatch tune --quick", "tsbatch tune --model resnet18 --apply"),
+                (
+                    "tsbatch tune --quick",
+                    "tsbatch tune --model resnet18 --apply",
+                    "tsbatch tune --apply-live .serve",
+                ),
                 "tsbatch.analysis.tune.cli:main",
             ),
             Command(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
-from tsbatch.analysis.tune.search import settings_for
+from tsbatch.config.properties import settings_for
 
 # The suffix a staged version carries: ``1.0`` -> ``1.0.b16d20w1``; a later apply replaces it
 # (``r2`` when the result would be the version served now: a scale in place came between).
