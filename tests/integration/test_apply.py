@@ -72,6 +72,23 @@ def test_new_batch_settings_under_load_fail_no_request(
     assert "# Per model (default version):" in properties.read_text(), "comments kept"
 
 
+def test_more_workers_scale_in_place_under_load(registering_server: TorchServe) -> None:
+    server = registering_server
+    version = server.describe(MODEL)[0]["modelVersion"]
+    with background_load(server, MODEL, [image_bytes(size=(32, 32))], clients=2) as load:
+        time.sleep(1)
+        code = main(
+            ["apply", "--model", MODEL, "--workers", "2", "--run-dir", str(server.run_dir), "--no-properties"]
+        )
+    assert code == 0
+    assert load.records and all(r.status == 200 for r in load.records)
+    now = server.describe(MODEL)[0]
+    assert (now["modelVersion"], now["minWorkers"], now["maxWorkers"]) == (version, 2, 2), (
+        "same version, scaled"
+    )
+    assert sum(1 for worker in now["workers"] if worker["status"] == "READY") == 2
+
+
 def test_a_wrong_key_is_refused_and_changes_nothing(
     registering_server: TorchServe, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
