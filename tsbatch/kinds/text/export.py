@@ -36,7 +36,7 @@ from tsbatch.kinds.text.gating import compile_and_gate, labelled_gate_inputs
 from tsbatch.kinds.text.kind import TEXT
 from tsbatch.kinds.text.model import TOKENIZER_DIR, ReadyClassifier
 from tsbatch.kinds.text.pretrained import hugging_face_difference
-from tsbatch.kinds.text.report import train_from_settings
+from tsbatch.kinds.text.report import REPORT_JSON, train_from_settings
 from tsbatch.kinds.text.schema import TextModel
 from tsbatch.kinds.text.user_model import from_folder
 
@@ -161,12 +161,15 @@ def handler_config(
 
 
 def clear_artifacts(out: Path) -> None:
-    """Remove the files build.py checks, so a failed export cannot leave a stale mix."""
+    """Remove the files build.py checks and the last report, so a failed export cannot
+    leave a stale mix or show an earlier build's report."""
     for name in (
         artifacts.MODEL_FILE,
         artifacts.HANDLER_CONFIG_FILE,
         artifacts.LABELS_FILE,
         artifacts.BUILD_INFO_FILE,
+        artifacts.REPORT_MARKDOWN,
+        REPORT_JSON,
     ):
         (out / name).unlink(missing_ok=True)
 

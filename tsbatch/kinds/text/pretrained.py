@@ -116,7 +116,10 @@ def tokenizer_limit(folder: Path) -> int | None:
 def read_folder(path: Path) -> PretrainedFolder:
     """The folder's facts, or a PretrainedError naming what is missing and how to fix it."""
     if not path.is_dir():
-        raise PretrainedError(f"weights path {path} is not a folder: give the folder {SAVE_HINT} wrote")
+        raise PretrainedError(
+            f"weights path {path} is not a folder: give the folder that model.save_pretrained(folder) "
+            "and tokenizer.save_pretrained(folder) wrote"
+        )
     config_path = path / "config.json"
     if not config_path.is_file():
         raise PretrainedError(f"{path} has no config.json: {SAVE_HINT}")

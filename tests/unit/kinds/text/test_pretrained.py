@@ -67,7 +67,9 @@ def test_the_served_signature_gives_the_hugging_face_logits(
 
 
 def test_a_path_that_is_not_a_folder_or_lacks_config_json_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(PretrainedError, match="is not a folder: give the folder"):
+    with pytest.raises(
+        PretrainedError, match=r"is not a folder: give the folder that model\.save_pretrained"
+    ):
         read_folder(tmp_path / "missing")
     with pytest.raises(
         PretrainedError, match=r"has no config\.json: save your model with model\.save_pretrained"
