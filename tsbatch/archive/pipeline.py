@@ -31,7 +31,8 @@ def export_model(spec: ModelSpec) -> None:
 
 
 def export_inputs(spec: ModelSpec, root: Path) -> dict[str, Any]:
-    """What an export is made from: the manifest entry and the files it names (data, weights).
+    """What an export is made from: the manifest entry and the files and folders it names
+    (data, weights, a ``save_pretrained`` folder).
 
     The handler file and the serving-time keys are left out: packaging copies them, so
     editing them needs no re-export.
@@ -47,6 +48,8 @@ def export_inputs(spec: ModelSpec, root: Path) -> dict[str, Any]:
             path = Path(value) if Path(value).is_absolute() else root / value
             if path.is_file():
                 files[value] = artifacts.file_digest(path)
+            elif path.is_dir() and not path.samefile(root):
+                files[value] = artifacts.folder_digest(path)
 
     visit(entry)
     return {"manifest_entry": json.loads(json.dumps(entry, default=str)), "files": files}

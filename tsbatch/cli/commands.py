@@ -127,8 +127,11 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
             ),
             Command(
                 "export-text",
-                "train, export and verify a text classifier (kind text) into build/<model>/",
-                ("tsbatch export-text --base-model /models/bert-base-uncased",),
+                "export and verify a text classifier (kind text) into build/<model>/ (your folder, or trained here)",
+                (
+                    "tsbatch export-text --weights /models/my-classifier --test my_test.csv",
+                    "tsbatch export-text --base-model /models/bert-base-uncased",
+                ),
                 "tsbatch.kinds.text.export:main",
             ),
             Command(

@@ -54,3 +54,14 @@ def test_artifacts_without_a_stamp_are_exported_again(tmp_path: Path) -> None:
     export_here(spec, tmp_path)
     (spec.artifact_dir / EXPORT_INPUTS_FILE).unlink()
     assert needs_export(spec, tmp_path) == "artifacts predate export stamps"
+
+
+def test_a_changed_file_inside_a_weights_folder_is_exported_again(tmp_path: Path) -> None:
+    folder = tmp_path / "my-classifier"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    spec = make_spec(tmp_path, weights={"path": "my-classifier"})
+    export_here(spec, tmp_path)
+    assert needs_export(spec, tmp_path) is None
+    (folder / "model.safetensors").write_bytes(b"new weights")
+    assert needs_export(spec, tmp_path) == "its input files changed (my-classifier)"
