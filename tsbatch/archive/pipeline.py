@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from batchkit.config import from_mapping
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec, parse_manifest_command
 from tsbatch.archive.package import package
@@ -64,6 +65,10 @@ def needs_export(spec: ModelSpec, root: Path = REPO_ROOT) -> str | None:
     stamp = spec.artifact_dir / EXPORT_INPUTS_FILE
     if not stamp.exists():
         return "artifacts predate export stamps"
+    try:  # an export by another version of the toolkit: its worker config has other fields
+        from_mapping(kind_of(spec).config, artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE))
+    except (ValueError, TypeError) as exc:
+        return f"its handler config does not fit this toolkit's ({exc})"
     recorded = artifacts.read_json(stamp)
     current = export_inputs(spec, root)
     if recorded.get("manifest_entry") != current["manifest_entry"]:
