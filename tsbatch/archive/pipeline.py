@@ -66,7 +66,9 @@ def needs_export(spec: ModelSpec, root: Path = REPO_ROOT) -> str | None:
     if not stamp.exists():
         return "artifacts predate export stamps"
     try:  # an export by another version of the toolkit: its worker config has other fields
-        from_mapping(kind_of(spec).config, artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE))
+        from_mapping(
+            kind_of(spec).config, artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+        )
     except (ValueError, TypeError) as exc:
         return f"its handler config does not fit this toolkit's ({exc})"
     recorded = artifacts.read_json(stamp)
