@@ -28,8 +28,7 @@ from tsbatch.config.properties import WorkerKey
 from tsbatch.workloads.workload import Workload
 
 # The handler config fields every build writes whatever the kind: the archive's files, the
-# gates' record and timings (tsbatch.archive.compiled) and, at packaging, the worker's
-# threads (``auto_runtime`` and ``int8_speedup``: what builds wrote before ``timings_ms``).
+# gates' record and timings (tsbatch.archive.compiled) and, at packaging, the worker's threads.
 BUILD_FIELDS = frozenset(
     {
         "model_name",
@@ -40,9 +39,7 @@ BUILD_FIELDS = frozenset(
         "compiled_max_batch_size",
         "failed_gates",
         "check_outputs",
-        "auto_runtime",
         "compiled_cpu_flags",
-        "int8_speedup",
         "timings_ms",
     }
 )
