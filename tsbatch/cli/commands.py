@@ -165,7 +165,10 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                     Command(
                         "overload",
                         "the ResNet at 0.5x-2x its capacity, deadline shedding off and on: goodput and p99",
-                        ("tsbatch bench overload --p99-ms 300 --seconds 20", "tsbatch bench overload --quick"),
+                        (
+                            "tsbatch bench overload --p99-ms 300 --seconds 20",
+                            "tsbatch bench overload --quick",
+                        ),
                         "tsbatch.bench.overload:main",
                     ),
                     Command(
