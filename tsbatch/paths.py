@@ -26,3 +26,4 @@ SERVE_DIR = REPO_ROOT / ".serve"
 INTENT_DATA_DIR = REPO_ROOT / "data" / "intents"
 INTENT_RAW_DIR = INTENT_DATA_DIR / "raw"
 REPORTS_DIR = REPO_ROOT / "reports"
+TUNE_DIR = REPORTS_DIR / "tune"  # `make tune` writes its reports here by default

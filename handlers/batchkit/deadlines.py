@@ -4,23 +4,35 @@ and the time goes to the requests that can still be answered in time.
 
 TorchServe 0.12 forwards every HTTP header of a request to the handler, but no arrival time
 and nothing of a gRPC call's deadline (docs/api.md, "Deadlines"). The deadline is therefore
-the client's, absolute: ``X-Request-Deadline-Ms``, Unix time in milliseconds. The client's
-clock and the server's must agree (the same host, or both synced): a skew moves every
-deadline by as much.
+the client's, absolute: ``X-Request-Deadline-Ms``, Unix time in milliseconds. Where a model
+sets a default budget (``deadlineBudgetMs`` in config.properties), a request without that
+header gets its arrival plus the budget, the arrival being the stamp a proxy or ingress in
+front of TorchServe sets (``X-Request-Start``, as nginx and Heroku write it); without a
+stamp the budget cannot apply and the request is computed. Either way the clocks must
+agree (the same host, or both synced): a skew moves every deadline by as much.
+
+How long a batch will take is predicted per input: the worker learns the time of one
+input (a weighted mean over the batches it ran) and keeps, of the requests with deadlines,
+the latest-due ones whose batch, with them in it, still finishes in time for each.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from batchkit.errors import DeadlineExceeded, InvalidDeadline, RequestError
 
 DEADLINE_HEADER = "X-Request-Deadline-Ms"
-# How much one new batch moves the expected batch time: recent batches count most, one
+ARRIVAL_HEADER = "X-Request-Start"
+# How much one new batch moves the expected time per input: recent batches count most, one
 # outlier does not decide alone.
 EXPECTED_WEIGHT = 0.2
+# An arrival stamp's unit, told by its size (Unix time now is ~1.7e9 s): below each bound,
+# the stamp is in that many units per millisecond (seconds, milliseconds, microseconds).
+STAMP_UNITS = ((1e11, 1e-3), (1e14, 1.0), (1e17, 1e3))
+NANOSECONDS_PER_MS = 1e6
 
 
 def header_value(headers: Mapping[str, str], name: str) -> str | None:
@@ -29,21 +41,42 @@ def header_value(headers: Mapping[str, str], name: str) -> str | None:
     return next((str(value) for key, value in headers.items() if key.lower() == wanted), None)
 
 
-def deadline_of(headers: Mapping[str, str]) -> float | RequestError | None:
-    """The request's deadline in Unix milliseconds, None when it has none, or the 400 error
-    that a header which is not a number gets."""
-    text = header_value(headers, DEADLINE_HEADER)
-    if text is None:
-        return None
+def unix_ms(text: str, name: str, what: str) -> float | RequestError:
+    """A positive finite number of a header, or the 400 naming the header and what it must be."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
-        return InvalidDeadline.error(
-            f"{DEADLINE_HEADER} must be the deadline as Unix time in milliseconds, got {text!r}"
-        )
+        return InvalidDeadline.error(f"{name} must be {what}, got {text!r}")
     return value
+
+
+def arrival_of(headers: Mapping[str, str]) -> float | RequestError | None:
+    """When the proxy in front stamped the request, in Unix ms (``t=`` optional; seconds,
+    milliseconds or microseconds told by size), None without a stamp, or its 400."""
+    text = header_value(headers, ARRIVAL_HEADER)
+    if text is None:
+        return None
+    stamp = unix_ms(
+        text.strip().removeprefix("t="), ARRIVAL_HEADER, "the arrival as Unix time (t=<s, ms or us>)"
+    )
+    if isinstance(stamp, RequestError):
+        return stamp
+    per_ms = next((units for bound, units in STAMP_UNITS if stamp < bound), NANOSECONDS_PER_MS)
+    return stamp / per_ms
+
+
+def deadline_of(headers: Mapping[str, str], budget_ms: float = 0.0) -> float | RequestError | None:
+    """The request's deadline in Unix milliseconds: its header's, else its arrival stamp plus
+    ``budget_ms`` (when that is set); None when it has none, or the 400 of a bad header."""
+    text = header_value(headers, DEADLINE_HEADER)
+    if text is not None:
+        return unix_ms(text, DEADLINE_HEADER, "the deadline as Unix time in milliseconds")
+    if budget_ms <= 0:
+        return None
+    arrival = arrival_of(headers)
+    return arrival + budget_ms if isinstance(arrival, float) else arrival
 
 
 def shed_error(deadline_ms: float, now_ms: float, expected_batch_ms: float) -> RequestError | None:
@@ -53,14 +86,14 @@ def shed_error(deadline_ms: float, now_ms: float, expected_batch_ms: float) -> R
     retry_after_s = max(1, math.ceil(expected_batch_ms / 1000))
     if late_by >= 0:
         return DeadlineExceeded.error(
-            f"the request's deadline ({DEADLINE_HEADER} {deadline_ms:.0f}) passed {late_by:.0f} ms before "
+            f"the request's deadline ({deadline_ms:.0f}, Unix ms) passed {late_by:.0f} ms before "
             "its batch ran; it was not computed. Send a later deadline, or retry",
             retry_after_s,
         )
     if now_ms + expected_batch_ms > deadline_ms:
         return DeadlineExceeded.error(
-            f"the request's deadline ({DEADLINE_HEADER} {deadline_ms:.0f}) is {-late_by:.0f} ms away and a batch "
-            f"takes about {expected_batch_ms:.0f} ms here; it was not computed. Send a later deadline, or retry",
+            f"the request's deadline ({deadline_ms:.0f}, Unix ms) is {-late_by:.0f} ms away and its batch "
+            f"would take about {expected_batch_ms:.0f} ms here; it was not computed. Send a later deadline, or retry",
             retry_after_s,
         )
     return None
@@ -68,23 +101,39 @@ def shed_error(deadline_ms: float, now_ms: float, expected_batch_ms: float) -> R
 
 @dataclass
 class DeadlinePolicy:
-    """One worker's shedding: what each request's headers say, against the time its batches
-    take (an exponentially weighted mean of the batches it has run)."""
+    """One worker's shedding: what each request's headers say (and the model's default
+    budget), against the time one input takes (a weighted mean of the batches it ran)."""
 
-    expected_batch_ms: float = 0.0
+    budget_ms: float = 0.0
+    expected_input_ms: float = 0.0
     batches_seen: int = field(default=0)
 
-    def verdict(self, headers: Mapping[str, str], now_ms: float) -> RequestError | None:
-        """The error that answers this request now, or None to compute it."""
-        deadline = deadline_of(headers)
-        if deadline is None or isinstance(deadline, RequestError):
-            return deadline
-        return shed_error(deadline, now_ms, self.expected_batch_ms)
+    def verdicts(self, headers: Sequence[Mapping[str, str]], now_ms: float) -> list[RequestError | None]:
+        """Per request, the error that answers it now, or None to compute it.
 
-    def observe(self, batch_ms: float) -> None:
-        """A batch ran in ``batch_ms`` (decode, model and encode)."""
+        Requests without a deadline are computed whatever it costs; of the others the
+        latest-due are kept first, each only if the batch, one input longer, still finishes
+        before its deadline (deadlines fall as the batch grows: the first that fails ends it).
+        """
+        deadlines = [deadline_of(each, self.budget_ms) for each in headers]
+        verdicts = [deadline if isinstance(deadline, RequestError) else None for deadline in deadlines]
+        computed = sum(deadline is None for deadline in deadlines)
+        timed = sorted(
+            ((deadline, index) for index, deadline in enumerate(deadlines) if isinstance(deadline, float)),
+            reverse=True,
+        )
+        for deadline, index in timed:
+            verdicts[index] = shed_error(deadline, now_ms, self.expected_input_ms * (computed + 1))
+            computed += verdicts[index] is None
+        return verdicts
+
+    def observe(self, batch_ms: float, inputs: int) -> None:
+        """A batch of ``inputs`` computed inputs ran in ``batch_ms`` (decode, model and encode)."""
+        if inputs < 1:
+            return
+        per_input = batch_ms / inputs
         if self.batches_seen == 0:
-            self.expected_batch_ms = batch_ms
+            self.expected_input_ms = per_input
         else:
-            self.expected_batch_ms += EXPECTED_WEIGHT * (batch_ms - self.expected_batch_ms)
+            self.expected_input_ms += EXPECTED_WEIGHT * (per_input - self.expected_input_ms)
         self.batches_seen += 1

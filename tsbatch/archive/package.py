@@ -28,6 +28,8 @@ from tsbatch.archive.schema import SERVING_KEYS
 from tsbatch.config.properties import (
     BATCH_KEYS,
     DECODE_KEYS,
+    HANDLER_KEYS,
+    QUEUE_KEY,
     PropertiesError,
     archive_entry,
     read_properties,
@@ -55,15 +57,16 @@ def archive_settings(properties_path: Path, model_name: str) -> dict[str, Any]:
 
 
 def model_config(spec: ModelSpec, settings: dict[str, Any]) -> dict[str, Any]:
-    """The archive's model-config.yaml: the batch settings, and the export's handler config
-    with the threads, the decode settings and the serving-time keys, as the worker's config
-    type reads it."""
+    """The archive's model-config.yaml: the batch settings and queue size, and the export's
+    handler config with the threads, the decode settings, the deadline budget and the
+    serving-time keys, as the worker's config type reads it."""
     exported = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     exported["torch_threads"] = settings["torchThreads"]
-    exported.update({field: settings[key] for key, field in DECODE_KEYS.items() if key in settings})
+    optional = {**DECODE_KEYS, **HANDLER_KEYS}
+    exported.update({field: settings[key] for key, field in optional.items() if key in settings})
     exported.update(spec.config.model_dump(include=set(SERVING_KEYS)))
     handler = to_mapping(from_mapping(kind_of(spec).config, exported))
-    config = {key: settings[key] for key in BATCH_KEYS}
+    config = {key: settings[key] for key in (*BATCH_KEYS, QUEUE_KEY) if key in settings}
     config["handler"] = handler
     return config
 
@@ -146,7 +149,9 @@ def package(
         f"[package] {mar_path} (batchSize={settings['batchSize']}, "
         f"maxBatchDelay={settings['maxBatchDelay']}, workers={settings['minWorkers']}-"
         f"{settings['maxWorkers']}, torchThreads={settings['torchThreads']}"
-        + "".join(f", {key}={settings[key]}" for key in DECODE_KEYS if key in settings)
+        + "".join(
+            f", {key}={settings[key]}" for key in (*DECODE_KEYS, *HANDLER_KEYS, QUEUE_KEY) if key in settings
+        )
         + ")"
     )
     return mar_path

@@ -28,13 +28,18 @@ from tsbatch.config.properties import (
     BATCH_KEYS,
     DECODE_DEFAULTS,
     DECODE_KEYS,
+    HANDLER_DEFAULTS,
+    HANDLER_KEYS,
+    QUEUE_KEY,
     PropertiesError,
     decode_problem,
     load_models,
     model_settings,
+    optional_problem,
     read_properties,
 )
-from tsbatch.paths import DEFAULT_PROPERTIES
+from tsbatch.config.queue import sized_queues
+from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, TUNE_DIR
 
 # Keys TorchServe 0.12's ConfigManager reads (anything else is silently ignored).
 TORCHSERVE_KEYS = {
@@ -63,7 +68,7 @@ MODEL_KEYS = {
     "responseTimeout", "startupTimeout", "runtime", "deviceType", "parallelType", "parallelLevel",
     "continuousBatching", "useJobTicket", "useVenv", "stateful", "jobQueueSize",
     "maxRetryTimeoutInSec", "clientTimeoutInMills", "deviceIds", "torchThreads",
-    "decodeThreads", "decodePath",
+    "decodeThreads", "decodePath", "deadlineBudgetMs",
 }  # fmt: skip
 
 
@@ -239,9 +244,9 @@ def check_models(values: dict[str, str]) -> tuple[list[Problem], dict[str, dict[
             problems.append(Problem("error", f"{where}.responseTimeout", "must be at least 1 second."))
         if ints.get("torchThreads", 1) < 1:
             problems.append(Problem("error", f"{where}.torchThreads", "must be at least 1."))
-        decode = decode_problem(entry)
-        if decode:
-            key, _, why = decode.partition(": ")
+        invalid = decode_problem(entry) or optional_problem(entry)
+        if invalid:
+            key, _, why = invalid.partition(": ")
             problems.append(Problem("error", f"{where}.{key}", why + "."))
         # A worker decodes a batch, then runs the model: its busiest moment takes the larger pool.
         busiest = max(ints.get("torchThreads", 1), ints.get("decodeThreads", 1))
@@ -291,14 +296,16 @@ def check_archives(settings: dict[str, dict[str, Any]], model_store: Path) -> li
         # The decode keys of a model whose worker has them (image models), defaults included.
         decode = {k: entry.get(k, DECODE_DEFAULTS[k]) for k, f in DECODE_KEYS.items() if f in handler}
         expected = {
-            **{k: entry.get(k) for k in BATCH_KEYS},
+            **{k: entry.get(k) for k in (*BATCH_KEYS, QUEUE_KEY)},
             "torchThreads": entry.get("torchThreads"),
             **decode,
+            **{k: entry.get(k, HANDLER_DEFAULTS[k]) for k in HANDLER_KEYS},
         }
         found = {
-            **{k: baked.get(k) for k in BATCH_KEYS},
+            **{k: baked.get(k) for k in (*BATCH_KEYS, QUEUE_KEY)},
             "torchThreads": handler.get("torch_threads"),
             **{k: handler.get(DECODE_KEYS[k]) for k in decode},
+            **{k: handler.get(f, HANDLER_DEFAULTS[k]) for k, f in HANDLER_KEYS.items()},
         }
         differing = [k for k in expected if expected[k] != found[k]]
         if differing:
@@ -320,11 +327,16 @@ def check(
     properties_path: Path = DEFAULT_PROPERTIES,
     manifest: Manifest | None = None,
     include_archives: bool = True,
+    tune_dir: Path | None = None,
+    sla_file: Path = DEFAULT_SLA_FILE,
 ) -> list[Problem]:
+    """Every finding; with ``tune_dir`` (the tuner's reports) the job queues are sized too."""
     values = read_properties(properties_path)
     problems = check_properties(values, properties_path.resolve().parent)
     model_problems, settings = check_models(values)
     problems += model_problems
+    if tune_dir is not None:
+        problems += sized_queues(values, settings, tune_dir, sla_file)
     store = (
         manifest.model_store
         if manifest
@@ -340,7 +352,9 @@ def check(
     return problems
 
 
-def check_files(properties_path: Path, manifest_path: Path, include_archives: bool = True) -> list[Problem]:
+def check_files(
+    properties_path: Path, manifest_path: Path, include_archives: bool = True, tune_dir: Path | None = None
+) -> list[Problem]:
     """:func:`check` of both files as ``make check-config`` reads them: a manifest the build
     would refuse is an error of its own, and config.properties is then checked alone."""
     try:
@@ -348,7 +362,7 @@ def check_files(properties_path: Path, manifest_path: Path, include_archives: bo
         problems = []
     except ManifestError as exc:
         manifest, problems = None, [Problem("error", "manifest", str(exc))]
-    return problems + check(properties_path, manifest, include_archives)
+    return problems + check(properties_path, manifest, include_archives, tune_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -359,8 +373,14 @@ def main(argv: list[str] | None = None) -> int:
     add_manifest_arguments(parser, choose_models=False)
     parser.add_argument("--no-archives", action="store_true", help="check the file only")
     parser.add_argument("--strict", action="store_true", help="warnings fail too")
+    parser.add_argument(
+        "--tune-reports",
+        type=Path,
+        default=TUNE_DIR,
+        help="the tuner's reports, whose measured throughput sizes each job queue to its SLA (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
-    problems = check_files(args.properties, args.manifest, not args.no_archives)
+    problems = check_files(args.properties, args.manifest, not args.no_archives, args.tune_reports)
     for problem in problems:
         print(problem)
     errors = [p for p in problems if p.severity == "error"]

@@ -25,6 +25,15 @@ DECODE_KEYS = {"decodeThreads": "decode_threads", "decodePath": "decode_path"}
 DECODE_PATHS = ("auto", "pil", "tensor")
 # What an image model's worker does when its entry leaves a decode key out.
 DECODE_DEFAULTS = {"decodeThreads": 1, "decodePath": "auto"}
+# The toolkit's optional keys for a model of any kind, each with the handler field it is
+# baked into and the handler's value when the entry leaves it out (the budget: off).
+HANDLER_KEYS = {"deadlineBudgetMs": "deadline_budget_ms"}
+HANDLER_DEFAULTS = {"deadlineBudgetMs": 0}
+# TorchServe 0.12 reads a model's queue size from its archive's model-config.yaml only (in
+# models= it ignores the key): the build bakes the entry's value in, and a model without one
+# queues up to job_queue_size (TorchServe's default when that is unset too).
+QUEUE_KEY = "jobQueueSize"
+DEFAULT_JOB_QUEUE_SIZE = 100
 # TorchServe's three APIs and the keys that hold their addresses.
 ADDRESS_KEYS = {
     "inference": "inference_address",
@@ -166,10 +175,29 @@ def archive_entry(properties: Mapping[str, str], model: str) -> dict[str, Any]:
     wrong = [key for key in ARCHIVE_KEYS if isinstance(entry[key], bool) or not isinstance(entry[key], int)]
     if wrong:
         raise PropertiesError(f"models.{model}: {wrong} must be whole numbers")
-    problem = decode_problem(entry)
+    problem = decode_problem(entry) or optional_problem(entry)
     if problem:
         raise PropertiesError(f"models.{model}.{problem}")
-    return {key: entry[key] for key in (*ARCHIVE_KEYS, *DECODE_KEYS) if key in entry}
+    return {
+        key: entry[key] for key in (*ARCHIVE_KEYS, *DECODE_KEYS, *HANDLER_KEYS, QUEUE_KEY) if key in entry
+    }
+
+
+def optional_problem(entry: Mapping[str, Any]) -> str | None:
+    """What is wrong with a model entry's queue size or deadline budget (``key: why``), or None."""
+    for key, least in ((QUEUE_KEY, 1), ("deadlineBudgetMs", 0)):
+        value = entry.get(key, least)
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            return f"{key}: must be a whole number of at least {least}, got {value!r}"
+    return None
+
+
+def queue_size(properties: Mapping[str, str], entry: Mapping[str, Any]) -> int:
+    """The most requests the model's queue holds: its entry's jobQueueSize, else job_queue_size."""
+    if isinstance(entry.get(QUEUE_KEY), int):
+        return int(entry[QUEUE_KEY])
+    text = properties.get("job_queue_size", "").strip()
+    return int(text) if text.isdigit() else DEFAULT_JOB_QUEUE_SIZE
 
 
 def decode_problem(entry: Mapping[str, Any]) -> str | None:

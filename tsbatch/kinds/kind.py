@@ -22,13 +22,15 @@ from tsbatch.workloads.workload import Workload
 
 # The handler config fields every build writes whatever the kind: the archive's files, the
 # gates' record and timings (tsbatch.archive.compiled) and, at packaging, the worker's
-# threads (``auto_runtime`` and ``int8_speedup``: what builds wrote before ``timings_ms``).
+# threads and default deadline budget (``auto_runtime`` and ``int8_speedup``: what builds
+# wrote before ``timings_ms``).
 BUILD_FIELDS = frozenset(
     {
         "model_name",
         "model_file",
         "labels_file",
         "torch_threads",
+        "deadline_budget_ms",
         "compiled_models",
         "compiled_max_batch_size",
         "failed_gates",

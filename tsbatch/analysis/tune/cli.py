@@ -47,18 +47,16 @@ from batchkit.candidates import ServingCandidate
 from tsbatch.analysis.options import int_list
 from tsbatch.analysis.tune.mar import MarInfo, models_entry_base, read_mar, repackage
 from tsbatch.analysis.tune.point import EveryPointFails, ManifestPointRunner, MarPointRunner, PointRunner
-from tsbatch.analysis.tune.report import ModelReport, finish, report_model, winner_settings
+from tsbatch.analysis.tune.report import ModelReport, finish, recommended_settings, report_model
 from tsbatch.analysis.tune.search import FULL_LOAD, FULL_SPACE, QUICK_LOAD, QUICK_SPACE, SearchSpace, search
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.variants import default_variant, variant_spec
 from tsbatch.client.load import LoadSpec
 from tsbatch.config.properties import archive_entry, model_settings, read_properties
-from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, REPORTS_DIR
+from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, TUNE_DIR
 from tsbatch.sla.profiles import Sla, add_target_options, option_targets, slas_for
 from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
 from tsbatch.workloads.traffic import Traffic, traffic_for
-
-DEFAULT_OUT = REPORTS_DIR / "tune"
 
 
 def display_path(path: Path) -> str:
@@ -107,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--apply", nargs="?", type=Path, const=DEFAULT_PROPERTIES, metavar="PATH",
                         help="write the winners into PATH (default config.properties), keeping its comments")  # fmt: skip
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--out", type=Path, default=TUNE_DIR)
     parser.add_argument("--build-dir", type=Path, help="where the exported models are (default: build/)")
     parser.add_argument(
         "--variant",
@@ -181,7 +179,7 @@ def write_winning_archive(mar: MarInfo, report: ModelReport, out: Path) -> None:
     """The winner packaged into the archive: TorchServe lets its model-config.yaml win over models=."""
     if report.selection.winner is None:
         return
-    path = repackage(mar, out / mar.path.name, winner_settings(report.selection.winner))
+    path = repackage(mar, out / mar.path.name, recommended_settings(report))
     print(f"[tune] the winner's archive (its model-config.yaml carries the settings): {display_path(path)}")
 
 
