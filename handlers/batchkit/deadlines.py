@@ -26,9 +26,12 @@ from batchkit.errors import DeadlineExceeded, InvalidDeadline, RequestError
 
 DEADLINE_HEADER = "X-Request-Deadline-Ms"
 ARRIVAL_HEADER = "X-Request-Start"
-# How much one new batch moves the expected time per input: recent batches count most, one
-# outlier does not decide alone.
+# How much one new batch moves the expected time per input and its spread: recent batches
+# count most, one outlier does not decide alone.
 EXPECTED_WEIGHT = 0.2
+# A batch is predicted at the mean time per input plus this many mean deviations: an answer
+# late by the spread of batch times counts as late as any other.
+SPREAD_MARGIN = 2.0
 # An arrival stamp's unit, told by its size (Unix time now is ~1.7e9 s): below each bound,
 # the stamp is in that many units per millisecond (seconds, milliseconds, microseconds).
 STAMP_UNITS = ((1e11, 1e-3), (1e14, 1.0), (1e17, 1e3))
@@ -102,11 +105,17 @@ def shed_error(deadline_ms: float, now_ms: float, expected_batch_ms: float) -> R
 @dataclass
 class DeadlinePolicy:
     """One worker's shedding: what each request's headers say (and the model's default
-    budget), against the time one input takes (a weighted mean of the batches it ran)."""
+    budget), against the time one input takes (weighted mean and spread of the batches it ran)."""
 
     budget_ms: float = 0.0
-    expected_input_ms: float = 0.0
+    mean_input_ms: float = 0.0
+    deviation_ms: float = 0.0  # mean absolute deviation of the time per input
     batches_seen: int = field(default=0)
+
+    @property
+    def expected_input_ms(self) -> float:
+        """What one more input is predicted to add to a batch: its mean time plus the margin."""
+        return self.mean_input_ms + SPREAD_MARGIN * self.deviation_ms
 
     def verdicts(self, headers: Sequence[Mapping[str, str]], now_ms: float) -> list[RequestError | None]:
         """Per request, the error that answers it now, or None to compute it.
@@ -128,12 +137,14 @@ class DeadlinePolicy:
         return verdicts
 
     def observe(self, batch_ms: float, inputs: int) -> None:
-        """A batch of ``inputs`` computed inputs ran in ``batch_ms`` (decode, model and encode)."""
+        """A batch of ``inputs`` computed inputs took ``batch_ms`` in the handler, start to end."""
         if inputs < 1:
             return
         per_input = batch_ms / inputs
         if self.batches_seen == 0:
-            self.expected_input_ms = per_input
+            self.mean_input_ms = per_input
         else:
-            self.expected_input_ms += EXPECTED_WEIGHT * (per_input - self.expected_input_ms)
+            error = per_input - self.mean_input_ms
+            self.mean_input_ms += EXPECTED_WEIGHT * error
+            self.deviation_ms += EXPECTED_WEIGHT * (abs(error) - self.deviation_ms)
         self.batches_seen += 1

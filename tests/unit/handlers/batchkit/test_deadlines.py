@@ -7,6 +7,7 @@ import pytest
 from batchkit.deadlines import (
     ARRIVAL_HEADER,
     DEADLINE_HEADER,
+    SPREAD_MARGIN,
     DeadlinePolicy,
     arrival_of,
     deadline_of,
@@ -56,8 +57,9 @@ def test_the_policy_learns_the_time_of_an_input_and_a_first_batch_sheds_only_the
     assert policy.expected_input_ms == 100.0
     (verdict,) = policy.verdicts([deadline_in(50)], NOW)
     assert verdict is not None and verdict.code == "deadline_exceeded"
-    policy.observe(0.0, inputs=2)  # one fast batch moves the estimate, it does not reset it
-    assert 0 < policy.expected_input_ms < 100
+    policy.observe(0.0, inputs=2)  # one fast batch moves the mean, it does not reset it,
+    assert (policy.mean_input_ms, policy.deviation_ms) == (80.0, 20.0)
+    assert policy.expected_input_ms == 80.0 + SPREAD_MARGIN * 20.0  # and widens the margin
     policy.observe(1000.0, inputs=0)  # nothing computed: nothing learnt
     assert policy.batches_seen == 2
 
