@@ -36,6 +36,10 @@ SPREAD_MARGIN = 2.0
 # the stamp is in that many units per millisecond (seconds, milliseconds, microseconds).
 STAMP_UNITS = ((1e11, 1e-3), (1e14, 1.0), (1e17, 1e3))
 NANOSECONDS_PER_MS = 1e6
+# A worker that has computed nothing for this long computes the latest-due request still in
+# time whatever the prediction says: only computed batches correct the prediction, so one
+# slow spell could otherwise shed every later request for good.
+RELEARN_AFTER_MS = 1000.0
 
 
 def header_value(headers: Mapping[str, str], name: str) -> str | None:
@@ -111,6 +115,7 @@ class DeadlinePolicy:
     mean_input_ms: float = 0.0
     deviation_ms: float = 0.0  # mean absolute deviation of the time per input
     batches_seen: int = field(default=0)
+    last_computed_ms: float = field(default=0.0)  # when the verdicts last kept a request
 
     @property
     def expected_input_ms(self) -> float:
@@ -123,6 +128,8 @@ class DeadlinePolicy:
         Requests without a deadline are computed whatever it costs; of the others the
         latest-due are kept first, each only if the batch, one input longer, still finishes
         before its deadline (deadlines fall as the batch grows: the first that fails ends it).
+        After ``RELEARN_AFTER_MS`` without computing anything, the latest-due request still in
+        time is computed anyway.
         """
         deadlines = [deadline_of(each, self.budget_ms) for each in headers]
         verdicts = [deadline if isinstance(deadline, RequestError) else None for deadline in deadlines]
@@ -134,6 +141,16 @@ class DeadlinePolicy:
         for deadline, index in timed:
             verdicts[index] = shed_error(deadline, now_ms, self.expected_input_ms * (computed + 1))
             computed += verdicts[index] is None
+        if (
+            not computed
+            and timed
+            and timed[0][0] > now_ms
+            and now_ms - self.last_computed_ms >= RELEARN_AFTER_MS
+        ):
+            verdicts[timed[0][1]] = None  # nothing computed for a while: measure again
+            computed = 1
+        if computed:
+            self.last_computed_ms = now_ms
         return verdicts
 
     def observe(self, batch_ms: float, inputs: int) -> None:

@@ -7,6 +7,7 @@ import pytest
 from batchkit.deadlines import (
     ARRIVAL_HEADER,
     DEADLINE_HEADER,
+    RELEARN_AFTER_MS,
     SPREAD_MARGIN,
     DeadlinePolicy,
     arrival_of,
@@ -100,3 +101,18 @@ def test_a_budget_sheds_a_request_that_waited_it_out() -> None:
     stamped = {ARRIVAL_HEADER: f"t={(NOW - 400) / 1000:.3f}"}
     (verdict,) = policy.verdicts([stamped], NOW)
     assert verdict is not None and "passed 100 ms" in verdict.message
+
+
+def test_after_a_second_of_shedding_everything_the_latest_due_in_time_is_computed_to_measure_again() -> None:
+    """One slow spell inflates the prediction; only computed batches correct it, so a worker
+    that would shed every request for good computes one now and then."""
+    policy = DeadlinePolicy()
+    policy.observe(5000.0, inputs=1)
+    assert policy.verdicts([deadline_in(300), deadline_in(200)], NOW)[0] is None, "computed: measure again"
+    assert all(policy.verdicts([deadline_in(300)], NOW + 100)), "just computed one: shed"
+    later = NOW + RELEARN_AFTER_MS
+    verdicts = policy.verdicts(
+        [{DEADLINE_HEADER: str(later - 1)}, {DEADLINE_HEADER: str(later + 300)}], later
+    )
+    assert [verdict is None for verdict in verdicts] == [False, True], "only one still in time"
+    assert all(policy.verdicts([{DEADLINE_HEADER: str(later + 300)}], later + 500))
