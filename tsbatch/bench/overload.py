@@ -24,14 +24,13 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from batchkit.deadlines import DEADLINE_HEADER
 from batchkit.errors import DeadlineExceeded
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import private_store
 from tsbatch.bench.resnet import MODEL, imagenet_spec, payload_images
-from tsbatch.client.load import LoadDriver, LoadResult, LoadSpec, Record
+from tsbatch.client.load import LoadDriver, LoadSpec, PerRequestHeaders, Record
 from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.process import TorchServe, start_instance
@@ -100,7 +99,7 @@ def render_rows(rows: Sequence[Row], capacity_rps: float, p99_ms: float) -> list
     return lines
 
 
-def deadline_headers(p99_ms: float) -> Any:
+def deadline_headers(p99_ms: float) -> PerRequestHeaders:
     """The per-request header: the request's due time plus the p99 target (``Sla.deadline_ms``)."""
     sla = replace(load_sla(MODEL), p99_ms=p99_ms)
     return lambda due_epoch: {DEADLINE_HEADER: f"{sla.deadline_ms(due_epoch):.0f}"}
@@ -121,7 +120,7 @@ def open_loop_row(
         per_request=deadline_headers(args.p99_ms) if shedding else None,
         max_in_flight=4096,
     )
-    result: LoadResult = driver.run(LoadSpec(rate_rps=rate_rps, warmup_s=args.warmup, measure_s=args.seconds))
+    result = driver.run(LoadSpec(rate_rps=rate_rps, warmup_s=args.warmup, measure_s=args.seconds))
     return row_of(result.records, result.window, multiple, shedding, args.p99_ms)
 
 
@@ -184,8 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append(
                         open_loop_row(server, bodies, multiple * capacity_rps, multiple, shedding, args)
                     )
-            # The live batch-size change under steady load (`tsbatch apply`) joins here, on this
-            # server, once that command is merged: its section prints after the table.
+            # Here, on this server under steady load, joins the last section: a new batch size
+            # applied live (the live batch-size change, once merged), printed after the table.
         finally:
             server.stop()
 
