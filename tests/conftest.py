@@ -226,3 +226,14 @@ def write_tiny_clinc(path: Path) -> Path:
 @pytest.fixture
 def tiny_clinc(tmp_path: Path) -> Path:
     return write_tiny_clinc(tmp_path / "d.json")
+
+
+@pytest.fixture(scope="session")
+def text_classifier_folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Tiny save_pretrained folders of a BERT, a DistilBERT and a RoBERTa classifier
+    (tests/classifier_folders.py), by architecture; written once per session."""
+    from tests.classifier_folders import WRITERS
+
+    root = tmp_path_factory.mktemp("text_classifiers")
+    torch.manual_seed(0)
+    return {name: write(root / name) for name, write in WRITERS.items()}

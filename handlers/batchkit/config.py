@@ -60,10 +60,6 @@ class ModelConfig:
     # Each gated CPU candidate's time per batch on the build CPU: ``auto`` serves the
     # fastest on a CPU of the same model.
     timings_ms: BuildTimings = field(default_factory=BuildTimings)
-    # Archives built before timings_ms recorded these instead (per package the runtime
-    # ``auto`` serves; the int8 package's speed-up): read only by the flag rule's fallback.
-    auto_runtime: dict[str, str] = field(default_factory=dict)
-    int8_speedup: float = 0.0
 
 
 ConfigT = TypeVar("ConfigT", bound=ModelConfig)
@@ -96,7 +92,7 @@ class ImageModelConfig(ModelConfig):
 
 @dataclass(frozen=True, kw_only=True)
 class TextModelConfig(ModelConfig):
-    """How the intent classifier archive was built and must be fed."""
+    """How a text classifier archive was built and must be fed."""
 
     tokenizer_dir: str
     base_model: str

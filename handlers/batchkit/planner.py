@@ -220,20 +220,15 @@ def measured_order(
 
 def package_loses(config: ModelConfig, candidate: ServingCandidate) -> Reason | None:
     """Under runtime ``auto``, why a package is passed over for TorchScript at its own
-    precision: the build timed both and the package was not ``MARGIN`` faster (archives
-    built before timings_ms: their recorded choice)."""
+    precision: the build timed both and the package was not ``MARGIN`` faster (untimed: the
+    package is kept)."""
     if config.runtime != "auto" or candidate.runtime != "aoti" or candidate.precision == "int8":
         return None
     twin = ServingCandidate("torchscript", candidate.device, candidate.precision).name
     ms, twin_ms = config.timings_ms.ms.get(candidate.name), config.timings_ms.ms.get(twin)
-    if ms is not None and twin_ms is not None:
-        if beats(ms, twin_ms):
-            return None
-        detail = f"{candidate.name} {ms:g} ms is not {MARGIN:.0%} faster than {twin} {twin_ms:g} ms"
-    elif config.auto_runtime.get(candidate.target, "aoti") == "aoti":
+    if ms is None or twin_ms is None or beats(ms, twin_ms):
         return None
-    else:
-        detail = f"the build timed TorchScript faster than {candidate.file_name}"
+    detail = f"{candidate.name} {ms:g} ms is not {MARGIN:.0%} faster than {twin} {twin_ms:g} ms"
     return Reason("runtime-timed", f"runtime auto: {detail}", candidate.name)
 
 
@@ -269,15 +264,13 @@ def precision_order(
 
 def int8_ready(config: ModelConfig, usable: list[ServingCandidate]) -> bool:
     """Whether the flag rule may take int8: its package is usable here and the build timed
-    it ``MARGIN`` faster than every other candidate it timed (older archives: its speed-up)."""
+    it ``MARGIN`` faster than every other candidate it timed (untimed: never)."""
     int8 = [c.name for c in usable if c.precision == "int8"]
     if not int8:
         return False
     timed = config.timings_ms.ms
-    if int8[0] in timed:
-        others = [ms for name, ms in timed.items() if name != int8[0]]
-        return bool(others) and beats(timed[int8[0]], min(others))
-    return config.int8_speedup * (1 - MARGIN) >= 1
+    others = [ms for name, ms in timed.items() if name != int8[0]]
+    return int8[0] in timed and bool(others) and beats(timed[int8[0]], min(others))
 
 
 def explicit_precision(requested: str, host: Host, source: str) -> tuple[str, Reason]:

@@ -1,6 +1,6 @@
 """Text requests to padded token tensors: decoding, one-call tokenization, length-aware batching.
 
-Shared by the intent handler, the training script (so the model is trained on exactly the
+Shared by the text classifier handler, the training script (so the model is trained on exactly the
 token ids it is served) and the tests. Padding goes to the longest item of a (sub-)batch,
 never to ``max_length``: a transformer's cost grows with the padded size, and intent
 queries are mostly a dozen tokens long.
@@ -202,7 +202,7 @@ def plan_groups(
 
 
 @dataclass(frozen=True)
-class IntentScores:
+class TextScores:
     """One text's class probabilities, whether it was cut at ``max_length``, and how it ran:
     its token count, the length its forward pass padded it to, and which pass that was."""
 
@@ -213,7 +213,7 @@ class IntentScores:
     forward_pass: int
 
 
-def padding_of(scores: Sequence[IntentScores]) -> PaddingStats:
+def padding_of(scores: Sequence[TextScores]) -> PaddingStats:
     """Real and padded token counts of the forward passes that produced ``scores``."""
     return PaddingStats(
         real_tokens=sum(score.tokens for score in scores),

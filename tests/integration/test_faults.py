@@ -113,13 +113,13 @@ FAULTY_HANDLER = '''\
 
 import torch
 
-from resnet_handler import ResNetClassifierHandler
+from image_classifier_handler import ImageClassifierHandler
 
 OOM_MARKER = b"INJECT-OOM"
 ERROR_MARKER = b"INJECT-ERROR"
 
 
-class FaultInjectingHandler(ResNetClassifierHandler):
+class FaultInjectingHandler(ImageClassifierHandler):
     """A marker body decodes to an impossible tensor; a batch holding one fails in infer()."""
 
     def decode_batch(self, values):

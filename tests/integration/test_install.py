@@ -43,7 +43,7 @@ for package in (tsbatch, batchkit):
             importlib.import_module(module.name)
         except Exception as exc:
             failed.append(f"{module.name}: {type(exc).__name__}: {exc}")
-for name in ("resnet_handler", "intent_handler"):
+for name in ("image_classifier_handler", "text_classifier_handler"):
     importlib.import_module(name)
 print("\n".join(failed) or "all imported")
 sys.exit(1 if failed else 0)
@@ -207,9 +207,9 @@ def test_pip_install_puts_tsbatch_on_the_venvs_path_and_it_lists_every_job(
 def test_the_installed_package_is_complete(venv: Path, tmp_path: Path) -> None:
     """The toolkit, the handlers' modules and the locustfile come from the venv, not the checkout."""
     probe = (
-        "import batchkit, intent_handler, resnet_handler, tsbatch\n"
+        "import batchkit, text_classifier_handler, image_classifier_handler, tsbatch\n"
         "from tsbatch.cli.loadtest import LOCUSTFILE\n"
-        "for module in (batchkit, intent_handler, resnet_handler, tsbatch):\n"
+        "for module in (batchkit, text_classifier_handler, image_classifier_handler, tsbatch):\n"
         "    print(module.__file__)\n"
         "print(LOCUSTFILE if LOCUSTFILE.is_file() else 'missing')\n"
     )

@@ -41,7 +41,7 @@ def mobilenet_archive(tmp_path_factory):
     work = tmp_path_factory.mktemp("second-architecture")
     entry = {
         "kind": "image",
-        "handler": str(HANDLERS_DIR / "resnet_handler.py"),
+        "handler": str(HANDLERS_DIR / "image_classifier_handler.py"),
         "version": "1.0",
         "architecture": ARCHITECTURE,
         "top_k": TOP_K,

@@ -40,3 +40,11 @@ def file_digest(path: Path) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()[:16]
+
+
+def folder_digest(path: Path) -> str:
+    """One digest of every file under ``path``, by relative name and content."""
+    digest = hashlib.sha256()
+    for file in sorted(item for item in path.rglob("*") if item.is_file()):
+        digest.update(f"{file.relative_to(path)}:{file_digest(file)}".encode())
+    return digest.hexdigest()[:16]

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from batchkit.config import from_mapping
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec, parse_manifest_command
 from tsbatch.archive.package import package
@@ -31,7 +32,8 @@ def export_model(spec: ModelSpec) -> None:
 
 
 def export_inputs(spec: ModelSpec, root: Path) -> dict[str, Any]:
-    """What an export is made from: the manifest entry and the files it names (data, weights).
+    """What an export is made from: the manifest entry and the files and folders it names
+    (data, weights, a ``save_pretrained`` folder).
 
     The handler file and the serving-time keys are left out: packaging copies them, so
     editing them needs no re-export.
@@ -47,6 +49,8 @@ def export_inputs(spec: ModelSpec, root: Path) -> dict[str, Any]:
             path = Path(value) if Path(value).is_absolute() else root / value
             if path.is_file():
                 files[value] = artifacts.file_digest(path)
+            elif path.is_dir() and not path.samefile(root):
+                files[value] = artifacts.folder_digest(path)
 
     visit(entry)
     return {"manifest_entry": json.loads(json.dumps(entry, default=str)), "files": files}
@@ -61,6 +65,12 @@ def needs_export(spec: ModelSpec, root: Path = REPO_ROOT) -> str | None:
     stamp = spec.artifact_dir / EXPORT_INPUTS_FILE
     if not stamp.exists():
         return "artifacts predate export stamps"
+    try:  # an export by another version of the toolkit: its worker config has other fields
+        from_mapping(
+            kind_of(spec).config, artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+        )
+    except (ValueError, TypeError) as exc:
+        return f"its handler config does not fit this toolkit's ({exc})"
     recorded = artifacts.read_json(stamp)
     current = export_inputs(spec, root)
     if recorded.get("manifest_entry") != current["manifest_entry"]:

@@ -1,11 +1,12 @@
-"""Benchmark the intent handler against the usual way of serving a BERT classifier.
+"""Benchmark our text classifier handler against the usual way of serving a BERT classifier.
 
-Both run the same ``build/bert_intent/model.pt`` and tokenizer in a real TorchServe with
+Both run the same ``build/<model>/model.pt`` and tokenizer (``--model``, default: the
+first text model of models.yaml) in a real TorchServe with
 the same batch settings from config.properties; only the handler differs:
 
-- ``ours``: ``handlers/intent_handler.py`` (one tokenizer call per batch, padding to the
+- ``ours``: ``handlers/text_classifier_handler.py`` (one tokenizer call per batch, padding to the
   longest item, length-sorted passes when lengths differ widely);
-- ``usual``: ``tsbatch/bench/baseline_intent_handler.py`` (each request tokenized alone
+- ``usual``: ``tsbatch/bench/baseline_text_handler.py`` (each request tokenized alone
   and padded to 128 tokens);
 - ``fp32-ts``: our handler pinned to fp32 TorchScript, the precision/runtime baseline
   (``ours`` serves what the archive chooses on this machine: a gated ``.pt2``, bf16 where
@@ -13,10 +14,11 @@ the same batch settings from config.properties; only the handler differs:
 - ``bf16`` and ``int8``: our handler pinned to bf16 (its package where gated) and to the
   int8 package, each where this machine can run it (else skipped, saying why).
 
-Each is packaged as ``bert_intent.mar`` into its own temporary model store, then loaded by
+Each is packaged as ``<model>.mar`` into its own temporary model store, then loaded by
 a private server on free loopback ports, for each worker x thread setting asked for. The
 toolkit's load client (``tsbatch.client.load``: a closed loop of 16 keep-alive connections
-by default, one process) sends real utterances from the test split and reports throughput
+by default, one process) sends real utterances from the model's test split (else the
+project's own utterances) and reports throughput
 and nearest-rank latency percentiles. This is a benchmark, not a test: it prints numbers.
 
     tsbatch bench intent  # make bench-intent
@@ -39,18 +41,19 @@ from typing import Any
 from batchkit.candidates import BASELINE, ServingCandidate
 from batchkit.planner import Host, Reason
 from tsbatch.archive import artifacts
-from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest
+from tsbatch.archive.manifest import Manifest, ManifestError, ModelSpec, load_manifest
 from tsbatch.archive.package import archive_settings, private_store
 from tsbatch.archive.variants import default_variant, machine_variants, variant_spec
+from tsbatch.bench.model_option import add_model_option, chosen_model
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.kinds.text.data import read_csv_examples
 from tsbatch.kinds.text.schema import TextModel
 from tsbatch.paths import DEFAULT_MANIFEST, DEFAULT_PROPERTIES, REPO_ROOT, REPORTS_DIR
 from tsbatch.server.process import start_instance
 from tsbatch.server.served import worker_rss_mb
+from tsbatch.workloads.utterances import read_utterances
 
-MODEL = "bert_intent"
-BASELINE_HANDLER = Path(__file__).with_name("baseline_intent_handler.py")
+BASELINE_HANDLER = Path(__file__).with_name("baseline_text_handler.py")
 REPORT_PATH = REPORTS_DIR / "bench_intent.json"
 BASELINE_ROW = "fp32-ts"  # our handler pinned to fp32 TorchScript
 # Rows pinned to a precision: each serves the planner's best candidate at it on this machine.
@@ -84,19 +87,21 @@ def archive_for(
     workers: int,
     threads: int,
 ) -> tuple[Path, Path]:
-    """A private config.properties and model store whose bert_intent.mar uses ``handler``."""
+    """A private config.properties and model store whose <model>.mar uses ``handler``."""
+    model = spec.name
     variant = Manifest(
-        models={MODEL: spec.with_settings(handler=str(handler))},
+        models={model: spec.with_settings(handler=str(handler))},
         build_dir=manifest.build_dir,
         model_store=manifest.model_store,
     )
-    changes = {MODEL: {"minWorkers": workers, "maxWorkers": workers, "torchThreads": threads}}
+    changes = {model: {"minWorkers": workers, "maxWorkers": workers, "torchThreads": threads}}
     with contextlib.redirect_stdout(io.StringIO()):  # packaging chatter
-        return private_store(directory, [MODEL], changes, source=properties, manifest=variant)
+        return private_store(directory, [model], changes, source=properties, manifest=variant)
 
 
 # ---- one run ---------------------------------------------------------------------------
 def run_one(
+    model: str,
     name: str,
     properties: Path,
     store: Path,
@@ -107,16 +112,16 @@ def run_one(
     warmup: float,
     duration: float,
 ) -> RunResult:
-    server = start_instance(run_dir, store, [MODEL], source=properties)
+    server = start_instance(run_dir, store, [model], source=properties)
     try:
         driver = LoadDriver(
-            f"{server.url('inference')}/predictions/{MODEL}",
+            f"{server.url('inference')}/predictions/{model}",
             [text.encode("utf-8") for text in texts],
             content_types="text/plain; charset=utf-8",
             headers=server.headers("inference"),
         )
         result = driver.run(LoadSpec(concurrency=clients, warmup_s=warmup, measure_s=duration))
-        rss_mb = worker_rss_mb(server, MODEL)  # after the load: what pods and nodes must hold
+        rss_mb = worker_rss_mb(server, model)  # after the load: what pods and nodes must hold
     finally:
         server.stop()
     figures = result.figures()
@@ -197,19 +202,24 @@ def main(argv: list[str] | None = None) -> int:
         "--handlers", default="ours,fp32-ts,int8,usual", help="which to run: ours,fp32-ts,bf16,int8,usual"
     )
     parser.add_argument("--report", type=Path, default=REPORT_PATH)
+    add_model_option(parser, "text")
     args = parser.parse_args(argv)
     manifest = load_manifest(args.manifest)
-    spec = manifest.model(MODEL)
+    try:
+        model = chosen_model(args.model, "text", manifest)
+    except ManifestError as exc:
+        parser.error(str(exc))
+    spec = manifest.model(model)
     if not (spec.artifact_dir / artifacts.MODEL_FILE).exists():
         print(f"[bench] no exported model in {spec.artifact_dir}: run `make archive` first", file=sys.stderr)
         return 1
-    test_split = spec.entry_as(TextModel).data.test
-    if test_split is None:
-        print(f"[bench] models.yaml gives {MODEL} no test split (data.test)", file=sys.stderr)
-        return 1
-    texts = [text for text, _ in read_csv_examples(REPO_ROOT / test_split)]
+    data = spec.entry_as(TextModel).data
+    test_split = data.test if data else None
+    texts = (
+        [text for text, _ in read_csv_examples(REPO_ROOT / test_split)] if test_split else read_utterances()
+    )
     print(
-        f"[bench] {len(texts)} test utterances, {statistics.mean(len(t.split()) for t in texts):.1f} words on average; "
+        f"[bench] {model}: {len(texts)} {'test' if test_split else 'project'} utterances, {statistics.mean(len(t.split()) for t in texts):.1f} words on average; "
         f"{args.clients} clients, {args.warmup:.0f}s warm-up + {args.duration:.0f}s measured per run"
     )
     handlers = {"ours": spec.handler, **{name: spec.handler for name in PINNED}, "usual": BASELINE_HANDLER}
@@ -217,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, reasons in missing.items():
         print(f"[bench] {name} skipped: {'; '.join(map(str, reasons))}")
     results: list[RunResult] = []
-    base_settings = archive_settings(args.properties, MODEL)
+    base_settings = archive_settings(args.properties, model)
     with tempfile.TemporaryDirectory(prefix="bench-intent-") as temp:
         for setting in args.settings.split(","):
             workers, threads = parse_setting(setting)
@@ -240,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
                 result = run_one(
+                    model,
                     name,
                     properties,
                     store,

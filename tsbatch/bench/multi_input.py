@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 
 from batchkit.binary_tensors import HEADER_LENGTH, bytes_elements, encode_elements
-from tsbatch.archive.manifest import load_manifest
+from tsbatch.archive.manifest import ManifestError, load_manifest
+from tsbatch.bench.model_option import add_model_option, chosen_model
 from tsbatch.client.load import LoadDriver, LoadSpec, ResponseCheck
 from tsbatch.client.metrics import rise_ratio
 from tsbatch.kinds.lookup import workload_for
@@ -30,7 +31,6 @@ from tsbatch.server.process import TorchServe, start_instance
 from tsbatch.workloads.images import encoded_pictures
 from tsbatch.workloads.schemas import body_problems, multi_input_problems
 
-MODEL = "resnet18"
 COUNTED = ["BatchesTotal", "BatchedInputsTotal"]
 
 
@@ -42,8 +42,8 @@ def digit_images(count: int, seed: int = 0) -> list[bytes]:
     )
 
 
-def single_check() -> ResponseCheck:
-    answers = workload_for(MODEL).answer_check(MODEL)
+def single_check(model: str) -> ResponseCheck:
+    answers = workload_for(model).answer_check(model)
 
     def check(status: int, body: bytes) -> str | None:
         return "; ".join(body_problems(status, body, answers)[:2]) or None
@@ -51,8 +51,8 @@ def single_check() -> ResponseCheck:
     return check
 
 
-def multi_check(per_request: int) -> ResponseCheck:
-    answers = workload_for(MODEL).answer_check(MODEL)
+def multi_check(model: str, per_request: int) -> ResponseCheck:
+    answers = workload_for(model).answer_check(model)
 
     def check(status: int, body: bytes) -> str | None:
         return "; ".join(multi_input_problems(status, body, per_request, answers)[:2]) or None
@@ -97,9 +97,9 @@ def binary_v2_bodies(images: list[bytes], per_request: int) -> tuple[list[bytes]
     return [header.ljust(width) + tensor for header, tensor in zip(headers, tensors, strict=True)], width
 
 
-def binary_v2_check(per_request: int) -> ResponseCheck:
+def binary_v2_check(model: str, per_request: int) -> ResponseCheck:
     """The multi-input check on a binary v2 answer, its output elements read back to JSON."""
-    check = multi_check(per_request)
+    check = multi_check(model, per_request)
 
     def binary(status: int, body: bytes) -> str | None:
         if status != 200:
@@ -117,9 +117,10 @@ def binary_v2_check(per_request: int) -> ResponseCheck:
 
 
 def measure(server: TorchServe, driver: LoadDriver, load: LoadSpec, per_request: int) -> dict:
-    before = server.settled_counters(MODEL, COUNTED)
+    model = driver.model
+    before = server.settled_counters(model, COUNTED)
     figures = driver.run(load).figures()
-    after = server.settled_counters(MODEL, COUNTED)
+    after = server.settled_counters(model, COUNTED)
     per_batch = rise_ratio(before, after, "BatchedInputsTotal", "BatchesTotal")
     rps = figures.throughput_rps or 0.0
     return {
@@ -143,35 +144,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--duration", type=float, default=15.0, help="measured seconds per run")
     parser.add_argument("--warmup", type=float, default=3.0)
+    add_model_option(parser, "image")
     args = parser.parse_args(argv)
+    manifest = load_manifest()
+    try:
+        model = chosen_model(args.model, "image", manifest)
+    except ManifestError as exc:
+        parser.error(str(exc))
 
     images = digit_images(64)
-    url_path = f"/predictions/{MODEL}"
+    url_path = f"/predictions/{model}"
     load = LoadSpec(concurrency=args.clients, warmup_s=args.warmup, measure_s=args.duration)
     with tempfile.TemporaryDirectory(prefix="bench-multi-input-") as tmp:
-        server = start_instance(Path(tmp) / "run", load_manifest().model_store, [MODEL])
+        server = start_instance(Path(tmp) / "run", manifest.model_store, [model])
         try:
-            settings = server.describe(MODEL)[0]
+            settings = server.describe(model)[0]
             url = f"{server.url('inference')}{url_path}"
             single = LoadDriver(
-                url, images, content_types="image/png", headers=server.headers(), check=single_check()
+                url,
+                images,
+                content_types="image/png",
+                headers=server.headers(),
+                model=model,
+                check=single_check(model),
             )
             multi = LoadDriver(
                 url,
                 multi_bodies(images, args.per_request),
                 content_types="application/json",
                 headers=server.headers(),
-                check=multi_check(args.per_request),
+                model=model,
+                check=multi_check(model, args.per_request),
             )
             binary_bodies, header_length = binary_v2_bodies(images, args.per_request)
             binary = LoadDriver(
-                f"{server.url('inference')}/v2/models/{MODEL}/infer",
+                f"{server.url('inference')}/v2/models/{model}/infer",
                 binary_bodies,
                 headers={**server.headers(), HEADER_LENGTH: str(header_length)},
-                model=MODEL,
-                check=binary_v2_check(args.per_request),
+                model=model,
+                check=binary_v2_check(model, args.per_request),
             )
-            print(f"[bench] {MODEL}: 1 and {args.per_request} images per request, {args.clients} clients ...")
+            print(f"[bench] {model}: 1 and {args.per_request} images per request, {args.clients} clients ...")
             rows = [
                 {"body": "raw bytes", **measure(server, single, load, 1)},
                 {"body": "JSON base64", **measure(server, multi, load, args.per_request)},
@@ -181,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
 
     print(
-        f"\n{MODEL} (archive), images per request (batchSize={settings['batchSize']}, "
+        f"\n{model} (archive), images per request (batchSize={settings['batchSize']}, "
         f"maxBatchDelay={settings['maxBatchDelay']} ms, {args.clients} clients, {args.duration:.0f}s measured each)"
     )
     print(

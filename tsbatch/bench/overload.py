@@ -1,4 +1,5 @@
-"""Benchmark: the ResNet past its capacity, with deadline shedding off and on.
+"""Benchmark: the image classifier (`--model`, default the first image model) past its
+capacity, with deadline shedding off and on.
 
 Served at the production shape (224x224 photos, random weights, TorchScript fp32: timing
 only), the model's capacity is found first (a closed loop of ``--clients``), then Poisson
@@ -27,9 +28,10 @@ from pathlib import Path
 
 from batchkit.deadlines import DEADLINE_HEADER
 from batchkit.errors import DeadlineExceeded
-from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.archive.manifest import Manifest, ManifestError, load_manifest
 from tsbatch.archive.package import private_store
-from tsbatch.bench.resnet import MODEL, imagenet_spec, payload_images
+from tsbatch.bench.model_option import add_model_option, chosen_model
+from tsbatch.bench.resnet import imagenet_spec, payload_images
 from tsbatch.client.load import LoadDriver, LoadSpec, PerRequestHeaders, Record
 from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES
@@ -99,9 +101,9 @@ def render_rows(rows: Sequence[Row], capacity_rps: float, p99_ms: float) -> list
     return lines
 
 
-def deadline_headers(p99_ms: float) -> PerRequestHeaders:
+def deadline_headers(model: str, p99_ms: float) -> PerRequestHeaders:
     """The per-request header: the request's due time plus the p99 target (``Sla.deadline_ms``)."""
-    sla = replace(load_sla(MODEL), p99_ms=p99_ms)
+    sla = replace(load_sla(model), p99_ms=p99_ms)
     return lambda due_epoch: {DEADLINE_HEADER: f"{sla.deadline_ms(due_epoch):.0f}"}
 
 
@@ -114,10 +116,10 @@ def open_loop_row(
     args: argparse.Namespace,
 ) -> Row:
     driver = LoadDriver(
-        f"{server.url('inference')}/predictions/{MODEL}",
+        f"{server.url('inference')}/predictions/{args.model}",
         bodies,
         headers=server.headers(),
-        per_request=deadline_headers(args.p99_ms) if shedding else None,
+        per_request=deadline_headers(args.model, args.p99_ms) if shedding else None,
         max_in_flight=4096,
     )
     result = driver.run(LoadSpec(rate_rps=rate_rps, warmup_s=args.warmup, measure_s=args.seconds))
@@ -126,7 +128,7 @@ def open_loop_row(
 
 def settings_from(args: argparse.Namespace) -> dict[str, int]:
     """The model's settings in config.properties, with the options' changes."""
-    configured = model_settings(read_properties(DEFAULT_PROPERTIES))[MODEL]
+    configured = model_settings(read_properties(DEFAULT_PROPERTIES))[args.model]
     keys = ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers", "responseTimeout", "torchThreads")
     settings = {key: int(configured[key]) for key in keys}
     if args.batch_size is not None:
@@ -134,10 +136,10 @@ def settings_from(args: argparse.Namespace) -> dict[str, int]:
     return settings
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        description="Serve the ResNet at 224x224, find its capacity, then offer 0.5x to 2x of it as Poisson "
-        "arrivals with deadline shedding off and on: goodput, served p99, shed and queue-full counts."
+        description="Serve the image classifier at 224x224, find its capacity, then offer 0.5x to 2x of it as "
+        "Poisson arrivals with deadline shedding off and on: goodput, served p99, shed and queue-full counts."
     )
     parser.add_argument(
         "--p99-ms", type=float, default=300.0, help="the p99 target; deadlines are due time + this"
@@ -150,7 +152,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, help="default: config.properties'")
     parser.add_argument("--job-queue-size", type=int, help="default: config.properties' job_queue_size")
     parser.add_argument("--quick", action="store_true", help="3 s rows after 2 s of warm-up, 1x and 2x only")
+    add_model_option(parser, "image")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    manifest = load_manifest()
+    try:
+        args.model = chosen_model(args.model, "image", manifest)
+    except ManifestError as exc:
+        parser.error(str(exc))
     multiples = (1.0, 2.0) if args.quick else MULTIPLES
     if args.quick:
         args.seconds, args.warmup = 3.0, 2.0
@@ -160,19 +173,22 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-overload-") as tmp:
         work = Path(tmp)
-        print("[bench] exporting the 224x224 ResNet (random weights, TorchScript) ...")
-        spec = imagenet_spec(load_manifest().model(MODEL), work, compiled=False)
-        manifest = load_manifest()
-        private = Manifest(models={MODEL: spec}, build_dir=spec.build_dir, model_store=manifest.model_store)
-        properties, store = private_store(work / "store", [MODEL], {MODEL: settings}, extra, manifest=private)
-        server = start_instance(work / "run", store, [MODEL], source=properties)
+        print(f"[bench] exporting {args.model} at 224x224 (random weights, TorchScript) ...")
+        spec = imagenet_spec(manifest.model(args.model), work, compiled=False)
+        private = Manifest(
+            models={args.model: spec}, build_dir=spec.build_dir, model_store=manifest.model_store
+        )
+        properties, store = private_store(
+            work / "store", [args.model], {args.model: settings}, extra, manifest=private
+        )
+        server = start_instance(work / "run", store, [args.model], source=properties)
         bodies = payload_images(64, "imagenet")
         try:
-            closed = LoadDriver(
-                f"{server.url('inference')}/predictions/{MODEL}", bodies, headers=server.headers()
-            )
+            url = f"{server.url('inference')}/predictions/{args.model}"
             print(f"[bench] capacity: closed loop of {args.clients} clients ...")
-            capacity = closed.run(LoadSpec(args.clients, warmup_s=args.warmup, measure_s=args.seconds))
+            capacity = LoadDriver(url, bodies, headers=server.headers()).run(
+                LoadSpec(args.clients, warmup_s=args.warmup, measure_s=args.seconds)
+            )
             capacity_rps = capacity.figures().throughput_rps or 0.0
             rows = []
             for multiple in multiples:
@@ -183,15 +199,16 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append(
                         open_loop_row(server, bodies, multiple * capacity_rps, multiple, shedding, args)
                     )
-            # Here, on this server under steady load, joins the last section: a new batch size
-            # applied live (the live batch-size change, once merged), printed after the table.
+            # The last section joins here, on this server under steady load: a new batch size
+            # applied live (tsbatch.server.apply), its effect on goodput printed after the table.
         finally:
             server.stop()
 
     print(
-        f"\nResNet 224x224 past capacity (batchSize={settings['batchSize']}, maxBatchDelay={settings['maxBatchDelay']} ms, "
-        f"workers={settings['maxWorkers']}, torchThreads={settings['torchThreads']}, job_queue_size={queue}, "
-        f"p99 target {args.p99_ms:g} ms, {args.seconds:g} s per row)"
+        f"\n{args.model} 224x224 past capacity (batchSize={settings['batchSize']}, "
+        f"maxBatchDelay={settings['maxBatchDelay']} ms, workers={settings['maxWorkers']}, "
+        f"torchThreads={settings['torchThreads']}, job_queue_size={queue}, p99 target {args.p99_ms:g} ms, "
+        f"{args.seconds:g} s per row)"
     )
     print(f"capacity: {capacity_rps:.1f} req/s ({args.clients} clients, closed loop)")
     for line in render_rows(rows, capacity_rps, args.p99_ms):

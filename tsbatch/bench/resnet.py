@@ -9,8 +9,8 @@ is decoding, preprocessing and the model in one loop. Their ratio is the serving
 overhead. Two shapes are measured:
 
 * ``archive``: the model that ``make archive`` built (here: digits, 32x32 input);
-* ``imagenet``: the production shape (resnet18, 224x224 after resize 256 / crop 224,
-  1000 classes) with random weights, for timing only.
+* ``imagenet``: the production shape (the model's architecture, 224x224 after resize 256 /
+  crop 224, 1000 classes) with random weights, for timing only.
 
     tsbatch bench resnet --shape both --clients 16 --duration 20
     tsbatch bench resnet --mar my_model.mar --requests my_requests/   # any archive, served
@@ -37,20 +37,20 @@ from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.images import check_images, decode_pixels, model_batch
 from batchkit.loader import load_served_model
 from tsbatch.archive import artifacts
-from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest
+from tsbatch.archive.manifest import Manifest, ManifestError, ModelSpec, load_manifest
 from tsbatch.archive.package import private_store
 from tsbatch.archive.variants import default_variant, machine_variants, variant_spec
 from tsbatch.bench.decoding import SETTINGS as DECODE_SETTINGS
 from tsbatch.bench.decoding import decode_rows, print_section
+from tsbatch.bench.model_option import add_model_option, chosen_model
 from tsbatch.bench.served_archive import add_archive_options, bench_archive
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.config.properties import DECODE_KEYS, model_settings, read_properties
+from tsbatch.kinds.image.schema import ImageModel
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.process import start_instance
 from tsbatch.server.served import worker_rss_mb
 from tsbatch.workloads.images import encoded_pictures
-
-MODEL = "resnet18"
 
 
 def payload_images(count: int, shape: str, seed: int = 0) -> list[bytes]:
@@ -64,13 +64,15 @@ def payload_images(count: int, shape: str, seed: int = 0) -> list[bytes]:
 
 
 def imagenet_spec(spec: ModelSpec, work: Path, compiled: bool = True) -> ModelSpec:
-    """Export an ImageNet-shaped resnet18 with random weights (timing only) into ``work``;
-    without ``compiled``, TorchScript fp32 alone (seconds instead of minutes of compiling)."""
+    """Export an ImageNet-shaped model of ``spec``'s architecture with random weights (timing
+    only) into ``work``; without ``compiled``, TorchScript fp32 alone (seconds instead of
+    minutes of compiling)."""
     from tsbatch.kinds.image.export import export
 
     weights = work / "random-init-benchmark-only.pth"
     torch.manual_seed(0)
-    torch.save(torchvision.models.resnet18().state_dict(), weights)
+    architecture = spec.entry_as(ImageModel).architecture
+    torch.save(torchvision.models.get_model(architecture).state_dict(), weights)
     # Random weights answer noise: record the gates but keep every candidate, for timing.
     host: str | tuple[str, ...] = "host" if compiled else ()
     compile_section = {"targets": host, "torchscript_precisions": host, "enforce_gates": False}
@@ -137,21 +139,22 @@ def serve(
 ) -> dict:
     """The variant served by TorchServe with ``settings`` under the clients: req/s, latency, RSS."""
     manifest = load_manifest()
+    model = spec.name
     spec = variant_spec(spec, work / shape, variant)
-    private = Manifest(models={MODEL: spec}, build_dir=spec.build_dir, model_store=manifest.model_store)
+    private = Manifest(models={model: spec}, build_dir=spec.build_dir, model_store=manifest.model_store)
     decode = "".join(f"-{key}-{settings[key]}" for key in DECODE_KEYS if key in settings)
     name = f"{shape}-{variant.name}{decode}"
-    properties, store = private_store(work / f"store-{name}", [MODEL], {MODEL: settings}, manifest=private)
-    server = start_instance(work / f"run-{name}", store, [MODEL], source=properties)
+    properties, store = private_store(work / f"store-{name}", [model], {model: settings}, manifest=private)
+    server = start_instance(work / f"run-{name}", store, [model], source=properties)
     try:
         driver = LoadDriver(
-            f"{server.url('inference')}/predictions/{MODEL}",
+            f"{server.url('inference')}/predictions/{model}",
             payload_images(64, shape),
             headers=server.headers(),
         )
         load = LoadSpec(concurrency=args.clients, warmup_s=args.warmup, measure_s=args.duration)
         served = driver.run(load).figures()
-        rss_mb = max(worker_rss_mb(server, MODEL), default=float("nan"))  # after the load: what pods need
+        rss_mb = max(worker_rss_mb(server, model), default=float("nan"))  # after the load: what pods need
     finally:
         server.stop()
     return {
@@ -252,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay", type=int, help="maxBatchDelay in ms")
     parser.add_argument("--workers", type=int)
     parser.add_argument("--threads", type=int, help="torchThreads per worker")
+    add_model_option(parser, "image")
     add_archive_options(parser)
     args = parser.parse_args(argv)
     if args.mar is not None:  # any archive, served with the given requests
@@ -259,7 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.requests:
         parser.error("--requests goes with --mar (this benchmark's own archive takes its images)")
 
-    configured = model_settings(read_properties(DEFAULT_PROPERTIES))[MODEL]
+    manifest = load_manifest()
+    try:
+        model = chosen_model(args.model, "image", manifest)
+    except ManifestError as exc:
+        parser.error(str(exc))
+    configured = model_settings(read_properties(DEFAULT_PROPERTIES))[model]
     settings: dict[str, Any] = {
         key: int(configured[key])
         for key in ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers", "torchThreads")
@@ -275,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers is not None:
         settings["minWorkers"] = settings["maxWorkers"] = args.workers
 
-    spec = load_manifest().model(MODEL)
+    spec = manifest.model(model)
     rows: list[dict] = []
     sections: list[dict] = []
     defaults: dict[str, ServingCandidate] = {}
@@ -300,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
             sections.append(decode_section(target, shape, defaults[shape], settings, args, work))
 
     print(
-        f"\nResNet served vs in-process (batchSize={settings['batchSize']}, maxBatchDelay={settings['maxBatchDelay']} ms, "
+        f"\n{model} served vs in-process (batchSize={settings['batchSize']}, maxBatchDelay={settings['maxBatchDelay']} ms, "
         f"workers={settings['maxWorkers']}, torchThreads={settings['torchThreads']}, {args.clients} clients, "
         f"{args.duration:.0f}s measured)"
     )

@@ -47,6 +47,15 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                 action="status",
             ),
             Command(
+                "apply",
+                "change batchSize, maxBatchDelay, workers of a model on the running server, no request failed",
+                (
+                    "tsbatch apply --model resnet18 --batch-size 16 --max-batch-delay 20",
+                    "tsbatch apply --model bert_intent --workers 2 --run-dir .serve",
+                ),
+                "tsbatch.server.apply:main",
+            ),
+            Command(
                 "loadtest",
                 "Locust on the toolkit's locustfile, gated on loadtest/sla.yaml (headless unless --ui)",
                 (
@@ -118,8 +127,11 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
             ),
             Command(
                 "export-text",
-                "train, export and verify a text classifier (kind text) into build/<model>/",
-                ("tsbatch export-text --base-model /models/bert-base-uncased",),
+                "export and verify a text classifier (kind text) into build/<model>/ (your folder, or trained here)",
+                (
+                    "tsbatch export-text --weights /models/my-classifier --test my_test.csv",
+                    "tsbatch export-text --base-model /models/bert-base-uncased",
+                ),
                 "tsbatch.kinds.text.export:main",
             ),
             Command(
@@ -148,7 +160,11 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
             Command(
                 "tune",
                 "SLA-driven batchSize x maxBatchDelay x workers search through TorchServe",
-                ("tsbatch tune --quick", "tsbatch tune --model resnet18 --apply"),
+                (
+                    "tsbatch tune --quick",
+                    "tsbatch tune --model resnet18 --apply",
+                    "tsbatch tune --apply-live .serve",
+                ),
                 "tsbatch.analysis.tune.cli:main",
             ),
             Command(

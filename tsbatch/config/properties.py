@@ -42,6 +42,12 @@ ADDRESS_KEYS = {
 }
 
 
+def settings_for(batch_size: int, delay_ms: int, workers: int) -> dict[str, int]:
+    """One model's batch settings as its ``models=`` entry spells them (min = max workers),
+    for the tuner's points and winners and for ``tsbatch apply``."""
+    return {"batchSize": batch_size, "maxBatchDelay": delay_ms, "minWorkers": workers, "maxWorkers": workers}
+
+
 class PropertiesError(ValueError):
     """config.properties cannot be understood; the message says where and why."""
 

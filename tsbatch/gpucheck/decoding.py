@@ -2,7 +2,8 @@
 path of ``batchkit.decode``: one batched ``decode_jpeg`` call, resampled there) against
 the CPU decode pool, in-process and served at 224x224, as rows of the summary table.
 
-The served model is the built resnet18's TorchScript fed 224x224 crops (resize 256,
+The served model is the built image classifier's TorchScript (``--model``, default: the
+first image model of models.yaml) fed 224x224 crops (resize 256,
 ImageNet mean/std, fp32): its weights do not matter, the decode path under it does. With
 ``--device cpu`` the same rows run on the CPU (the suite's smoke test).
 
@@ -27,15 +28,15 @@ from batchkit.config import ImageModelConfig, from_mapping
 from batchkit.decode import DecodePool, ImageDecoder
 from batchkit.images import model_batch
 from tsbatch.archive import artifacts
-from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.archive.manifest import Manifest, ManifestError, load_manifest
 from tsbatch.archive.package import private_store
 from tsbatch.bench.decoding import decode_rate
+from tsbatch.bench.model_option import add_model_option, chosen_model
 from tsbatch.bench.resnet import payload_images
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.paths import REPO_ROOT
 from tsbatch.server.process import start_instance
 
-MODEL = "resnet18"
 RESULTS_FILE = "decoding.json"
 # The production shape: what a GPU worker decodes for.
 IMAGENET = {
@@ -49,17 +50,15 @@ PLAIN = {
     "precision": "fp32",
     "runtime": "torchscript",
     "check_outputs": {},
-    "auto_runtime": {},
     "compiled_models": [],
     "compiled_max_batch_size": 0,
-    "int8_speedup": 0.0,
 }
 
 
 def imagenet_build(source: Path, work: Path) -> Path:
-    """A build directory whose resnet18 takes 224x224 crops, from the built one's TorchScript."""
+    """A build directory whose model (``source``'s) takes 224x224 crops, from its TorchScript."""
     build = work / "build"
-    target = build / MODEL
+    target = build / source.name
     target.mkdir(parents=True, exist_ok=True)
     for name in (artifacts.MODEL_FILE, artifacts.LABELS_FILE):
         shutil.copy2(source / name, target / name)
@@ -75,8 +74,8 @@ def picture_png() -> bytes:
     return buffer.getvalue()
 
 
-def row(step: str, what: str, ok: bool, detail: str) -> dict[str, Any]:
-    return {"step": step, "model": MODEL, "served": what, "ok": ok, "detail": detail, "rss_mb": []}
+def row(model: str, step: str, what: str, ok: bool, detail: str) -> dict[str, Any]:
+    return {"step": step, "model": model, "served": what, "ok": ok, "detail": detail, "rss_mb": []}
 
 
 def decode_rows(config: ImageModelConfig, device: str, threads: int, seconds: float) -> list[dict[str, Any]]:
@@ -89,15 +88,24 @@ def decode_rows(config: ImageModelConfig, device: str, threads: int, seconds: fl
     mixed = decoder.decode_batch([payloads[0], picture_png()])  # a device crop beside a PIL crop
     decoded = [item for item in mixed if isinstance(item, torch.Tensor)]
     shape = tuple(model_batch(decoded, config.mean, config.std, torch.device(device)).shape)
+    model = config.model_name
     return [
-        row("decode", f"mixed JPEG+PNG batch on {device}", shape == (2, 3, 224, 224), f"model batch {shape}"),
         row(
+            model,
+            "decode",
+            f"mixed JPEG+PNG batch on {device}",
+            shape == (2, 3, 224, 224),
+            f"model batch {shape}",
+        ),
+        row(
+            model,
             "decode",
             f"pil x{threads} on the CPU",
             pool > 0,
             f"{pool:.0f} img/s at 224x224 (batches of {batch})",
         ),
         row(
+            model,
             "decode",
             f"tensor on {device}",
             on_device > 0,
@@ -106,22 +114,22 @@ def decode_rows(config: ImageModelConfig, device: str, threads: int, seconds: fl
     ]
 
 
-def served_rows(build: Path, threads: int, seconds: float, out: Path) -> list[dict[str, Any]]:
+def served_rows(model: str, build: Path, threads: int, seconds: float, out: Path) -> list[dict[str, Any]]:
     """req/s at 224x224 served with the tensor path and with the CPU pool (one worker each)."""
     repo = load_manifest()
-    spec = replace(repo.model(MODEL), build_dir=build)
-    manifest = Manifest(models={MODEL: spec}, build_dir=build, model_store=repo.model_store)
+    spec = replace(repo.model(model), build_dir=build)
+    manifest = Manifest(models={model: spec}, build_dir=build, model_store=repo.model_store)
     rows = []
     for path, pool in (("pil", threads), ("tensor", 1)):
         label = f"{path} x{pool}"
-        changes = {MODEL: {"decodePath": path, "decodeThreads": pool, "minWorkers": 1, "maxWorkers": 1}}
-        properties, store = private_store(out / f"decode-{path}", [MODEL], changes, manifest=manifest)
+        changes = {model: {"decodePath": path, "decodeThreads": pool, "minWorkers": 1, "maxWorkers": 1}}
+        properties, store = private_store(out / f"decode-{path}", [model], changes, manifest=manifest)
         server = start_instance(
-            out / f"decode-{path}" / "run", store, [MODEL], source=properties, timeout=300
+            out / f"decode-{path}" / "run", store, [model], source=properties, timeout=300
         )
         try:
             driver = LoadDriver(
-                f"{server.url('inference')}/predictions/{MODEL}",
+                f"{server.url('inference')}/predictions/{model}",
                 payload_images(64, "imagenet"),
                 headers=server.headers(),
             )
@@ -131,7 +139,7 @@ def served_rows(build: Path, threads: int, seconds: float, out: Path) -> list[di
         rps = figures.throughput_rps or 0.0
         p50 = f"{figures.p50_ms:.0f}" if figures.p50_ms is not None else "n/a"
         detail = f"{rps:.1f} req/s at 224x224, p50 {p50} ms, {figures.failures} errors of {figures.requests}"
-        rows.append(row("serve decode", label, rps > 0 and not figures.failures, detail))
+        rows.append(row(model, "serve decode", label, rps > 0 and not figures.failures, detail))
     return rows
 
 
@@ -146,20 +154,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seconds", type=float, default=15.0, help="measured seconds per served run")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "gpu-check")
+    add_model_option(parser, "image")
     args = parser.parse_args(argv)
+    manifest = load_manifest()
+    try:
+        model = chosen_model(args.model, "image", manifest)
+    except ManifestError as exc:
+        parser.error(str(exc))
     args.out.mkdir(parents=True, exist_ok=True)
-    source = load_manifest().model(MODEL).artifact_dir
-    build = imagenet_build(source, args.out / "decode-build")
+    build = imagenet_build(manifest.model(model).artifact_dir, args.out / "decode-build")
     config = from_mapping(
-        ImageModelConfig, artifacts.read_json(build / MODEL / artifacts.HANDLER_CONFIG_FILE)
+        ImageModelConfig, artifacts.read_json(build / model / artifacts.HANDLER_CONFIG_FILE)
     )
     torch.set_num_threads(1)  # as a worker at torchThreads=1 decodes
     rows: list[dict[str, Any]] = []
     try:
         rows += decode_rows(config, args.device, args.threads, min(args.seconds, 3.0))
-        rows += served_rows(build, args.threads, args.seconds, args.out)
+        rows += served_rows(model, build, args.threads, args.seconds, args.out)
     except Exception as exc:  # the summary table says what failed; the other steps still count
-        rows.append(row("decode", "", False, f"{type(exc).__name__}: {str(exc)[:300]}"))
+        rows.append(row(model, "decode", "", False, f"{type(exc).__name__}: {str(exc)[:300]}"))
     (args.out / RESULTS_FILE).write_text(json.dumps(rows, indent=2))
     for line in rows:
         print(f"[gpu-check] {line['step']} {line['served']}: {line['detail']}")

@@ -22,8 +22,7 @@ from tsbatch.workloads.workload import Workload
 
 # The handler config fields every build writes whatever the kind: the archive's files, the
 # gates' record and timings (tsbatch.archive.compiled) and, at packaging, the worker's
-# threads and default deadline budget (``auto_runtime`` and ``int8_speedup``: what builds
-# wrote before ``timings_ms``).
+# threads and default deadline budget.
 BUILD_FIELDS = frozenset(
     {
         "model_name",
@@ -35,9 +34,7 @@ BUILD_FIELDS = frozenset(
         "compiled_max_batch_size",
         "failed_gates",
         "check_outputs",
-        "auto_runtime",
         "compiled_cpu_flags",
-        "int8_speedup",
         "timings_ms",
     }
 )

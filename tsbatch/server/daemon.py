@@ -130,7 +130,7 @@ def status(run_dir: Path) -> int:
     if not is_running(run_dir):
         print("[serve] not running")
         return 1
-    server = TorchServe(run_dir=run_dir, properties_path=run_dir / "config.properties", model_store=Path())
+    server = TorchServe.from_run_dir(run_dir)
     models = list(model_settings(server.properties))
     for model in models:
         try:

@@ -127,6 +127,14 @@ class TorchServe:
     # Where this instance's part of the model log begins (a restarted server appends to it).
     model_log_offset: int = 0
 
+    @classmethod
+    def from_run_dir(cls, run_dir: Path) -> TorchServe:
+        """The instance started in ``run_dir`` (``tsbatch serve``'s ``.serve``, or a private
+        one): its effective config, key file and model store are all there."""
+        properties = run_dir / "config.properties"
+        store = read_properties(properties).get("model_store", "") if properties.exists() else ""
+        return cls(run_dir=run_dir, properties_path=properties, model_store=Path(store))
+
     # ---- addresses and auth -------------------------------------------------------
     @property
     def properties(self) -> dict[str, str]:

@@ -42,7 +42,7 @@ def test_an_entry_without_a_handler_gets_its_kind_s(tmp_path: Path) -> None:
     del document["models"]["bert_intent"]["handler"]
     path = tmp_path / "models.yaml"
     path.write_text(yaml.safe_dump(document))
-    assert load_manifest(path).model("bert_intent").config.handler == "handlers/intent_handler.py"
+    assert load_manifest(path).model("bert_intent").config.handler == "handlers/text_classifier_handler.py"
 
 
 def test_a_typo_names_file_model_key_and_the_intended_key(tmp_path: Path) -> None:

@@ -10,16 +10,28 @@ from tsbatch.archive.pipeline import EXPORT_INPUTS_FILE, export_inputs, needs_ex
 
 
 def make_spec(root: Path, **settings: object) -> ModelSpec:
-    entry = {"kind": "text", "handler": "handlers/intent_handler.py", "version": "1.0", **settings}
+    entry = {"kind": "text", "handler": "handlers/text_classifier_handler.py", "version": "1.0", **settings}
     return ModelSpec(
         name="m", config=validate_entry("m", entry, root / "models.yaml"), build_dir=root / "build", root=root
     )
 
 
+# What a text export writes as its worker config, at the least.
+HANDLER_CONFIG = {
+    "model_name": "m",
+    "model_file": artifacts.MODEL_FILE,
+    "labels_file": artifacts.LABELS_FILE,
+    "base_model": "tiny",
+    "tokenizer_dir": "tokenizer",
+    "oos_threshold": 0.0,
+}
+
+
 def export_here(spec: ModelSpec, root: Path) -> None:
-    for name in (artifacts.MODEL_FILE, artifacts.HANDLER_CONFIG_FILE, artifacts.LABELS_FILE):
-        (spec.artifact_dir / name).parent.mkdir(parents=True, exist_ok=True)
+    spec.artifact_dir.mkdir(parents=True, exist_ok=True)
+    for name in (artifacts.MODEL_FILE, artifacts.LABELS_FILE):
         (spec.artifact_dir / name).write_text("x")
+    artifacts.write_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE, HANDLER_CONFIG)
     artifacts.write_json(spec.artifact_dir / EXPORT_INPUTS_FILE, export_inputs(spec, root))
 
 
@@ -54,3 +66,24 @@ def test_artifacts_without_a_stamp_are_exported_again(tmp_path: Path) -> None:
     export_here(spec, tmp_path)
     (spec.artifact_dir / EXPORT_INPUTS_FILE).unlink()
     assert needs_export(spec, tmp_path) == "artifacts predate export stamps"
+
+
+def test_an_export_by_another_toolkit_version_is_exported_again(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path)
+    export_here(spec, tmp_path)
+    assert needs_export(spec, tmp_path) is None
+    older = {**HANDLER_CONFIG, "int8_speedup": 0.0}  # a field this toolkit's worker no longer has
+    artifacts.write_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE, older)
+    reason = needs_export(spec, tmp_path)
+    assert reason is not None and "does not fit this toolkit's" in reason and "int8_speedup" in reason
+
+
+def test_a_changed_file_inside_a_weights_folder_is_exported_again(tmp_path: Path) -> None:
+    folder = tmp_path / "my-classifier"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    spec = make_spec(tmp_path, weights={"path": "my-classifier"})
+    export_here(spec, tmp_path)
+    assert needs_export(spec, tmp_path) is None
+    (folder / "model.safetensors").write_bytes(b"new weights")
+    assert needs_export(spec, tmp_path) == "its input files changed (my-classifier)"

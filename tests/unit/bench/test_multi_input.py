@@ -26,7 +26,7 @@ def test_every_image_is_sent_in_requests_of_the_asked_size() -> None:
 
 
 def test_a_multi_input_answer_needs_one_good_answer_per_image() -> None:
-    check = multi_check(2)
+    check = multi_check("resnet18", 2)
     assert check(200, json.dumps({"results": [ANSWER, ANSWER]}).encode()) is None
     assert check(200, json.dumps({"results": [ANSWER]}).encode()) == "1 answers for 2 inputs"
     assert check(400, b'{"error": {"type": "x", "message": "m"}}') == "HTTP 400: x: m"
@@ -46,7 +46,7 @@ def test_binary_v2_bodies_carry_every_image_under_one_header_length() -> None:
 
 
 def test_a_binary_v2_answer_is_read_back_and_checked_per_image() -> None:
-    check = binary_v2_check(2)
+    check = binary_v2_check("resnet18", 2)
     header = {
         "model_name": "resnet18",
         "outputs": [{"name": "predictions", "datatype": "BYTES", "shape": [2]}],

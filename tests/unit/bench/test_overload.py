@@ -59,6 +59,6 @@ def test_the_table_ends_with_the_heaviest_shedding_row_against_capacity() -> Non
 
 
 def test_each_request_s_deadline_is_its_due_time_plus_the_target() -> None:
-    headers = deadline_headers(250.0)
+    headers = deadline_headers("resnet18", 250.0)
     assert headers(1_700_000_000.0) == {"X-Request-Deadline-Ms": "1700000000250"}
     assert headers(1_700_000_001.5) == {"X-Request-Deadline-Ms": "1700000001750"}

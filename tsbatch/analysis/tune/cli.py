@@ -19,6 +19,7 @@ and a lane stops growing its batch once throughput stops rising.
     tsbatch tune                        # every model, cpu profile here
     tsbatch tune --model resnet18 --quick
     tsbatch tune --apply                # write the winners into config.properties
+    tsbatch tune --apply-live           # and serve them on the running `tsbatch serve` (tsbatch apply)
     tsbatch tune --mar my_model.mar --requests my_requests/ --p99-ms 500
 
 ``--mar`` tunes any archive, whoever built it: each point rewrites the model-config.yaml
@@ -54,6 +55,9 @@ from tsbatch.archive.variants import default_variant, variant_spec
 from tsbatch.client.load import LoadSpec
 from tsbatch.config.properties import archive_entry, model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, TUNE_DIR
+from tsbatch.server.apply import ApplyError, apply_settings
+from tsbatch.server.apply_plan import LiveSettings
+from tsbatch.server.process import TorchServe
 from tsbatch.sla.profiles import Sla, add_target_options, option_targets, slas_for
 from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
 from tsbatch.workloads.traffic import Traffic, traffic_for
@@ -105,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--apply", nargs="?", type=Path, const=DEFAULT_PROPERTIES, metavar="PATH",
                         help="write the winners into PATH (default config.properties), keeping its comments")  # fmt: skip
+    parser.add_argument("--apply-live", nargs="?", type=Path, const=REPO_ROOT / ".serve", metavar="RUN_DIR",
+                        help="also serve the winners on the running server of RUN_DIR (default .serve) with "
+                        "`tsbatch apply`, no request failed, and write them into config.properties")  # fmt: skip
     parser.add_argument("--out", type=Path, default=TUNE_DIR)
     parser.add_argument("--build-dir", type=Path, help="where the exported models are (default: build/)")
     parser.add_argument(
@@ -183,6 +190,22 @@ def write_winning_archive(mar: MarInfo, report: ModelReport, out: Path) -> None:
     print(f"[tune] the winner's archive (its model-config.yaml carries the settings): {display_path(path)}")
 
 
+def apply_live(reports: list[ModelReport], run_dir: Path, properties: Path) -> int:
+    """Serve each winner on the running server (``tsbatch apply``); 1 when one could not be applied."""
+    server = TorchServe.from_run_dir(run_dir)
+    for report in reports:
+        point = report.selection.winner
+        if point is None:
+            continue
+        settings = LiveSettings(point.batch_size, point.max_batch_delay_ms, point.workers)
+        try:
+            apply_settings(server, report.model, settings, update_properties=properties)
+        except (ApplyError, ValueError) as exc:
+            print(f"[tune] FAILED to apply {report.model} live: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
@@ -199,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
             "(or a folder that has one), or name one with --properties FILE",
             file=sys.stderr,
         )
+        return 1
+    if args.apply_live is not None and args.mar:
+        print("[tune] FAILED: --apply-live packages manifest models; serve a --mar winner from its archive",
+              file=sys.stderr)  # fmt: skip
         return 1
     try:
         run = tuning_run(args)
@@ -263,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             for report in reports:
                 write_winning_archive(run.mar, report, args.out)
         code = finish(reports, args.out, meta, entry_source, args.apply)
+        if args.apply_live is not None:
+            code = apply_live(reports, args.apply_live, args.apply or args.properties) or code
     finally:
         shutil.rmtree(work_root, ignore_errors=True)
     print(f"[tune] done in {meta['seconds']:.0f} s")

@@ -25,11 +25,11 @@ from typing import Any
 
 from tsbatch.analysis.selection import TunePoint
 from tsbatch.analysis.tune.mar import MarInfo, repackage
-from tsbatch.analysis.tune.search import settings_for
 from tsbatch.archive.manifest import Manifest, ModelSpec
 from tsbatch.archive.package import private_store
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.metrics import mean_formed_batch
+from tsbatch.config.properties import settings_for
 from tsbatch.server.process import TorchServe, WorkerLoadError, start_instance
 from tsbatch.workloads.traffic import Traffic
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from tsbatch.analysis.selection import Selection, TunePoint, batch_one_baseline, select_configuration
-from tsbatch.analysis.tune.search import TUNED_KEYS, settings_for
-from tsbatch.config.properties import QUEUE_KEY, parse_entries, update_model_settings
+from tsbatch.analysis.tune.search import TUNED_KEYS
+from tsbatch.config.properties import QUEUE_KEY, parse_entries, settings_for, update_model_settings
 from tsbatch.sla.profiles import Sla
 
 CSV_FIELDS = [f.name for f in fields(TunePoint)] + ["meets_sla", "winner", "verdict"]

@@ -37,11 +37,6 @@ FULL_LOAD = LoadSpec(concurrency=8, warmup_s=2.0, measure_s=8.0)  # 8 users, as 
 QUICK_LOAD = LoadSpec(concurrency=8, warmup_s=1.0, measure_s=3.0)
 
 
-def settings_for(batch_size: int, delay_ms: int, workers: int) -> dict[str, int]:
-    """The config.properties settings (``TUNED_KEYS``) of one point."""
-    return {"batchSize": batch_size, "maxBatchDelay": delay_ms, "minWorkers": workers, "maxWorkers": workers}
-
-
 @dataclass
 class SearchLog:
     points: list[TunePoint] = field(default_factory=list)

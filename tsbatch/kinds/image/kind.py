@@ -1,4 +1,4 @@
-"""The image classifier kind (``kind: image``): a torchvision ResNet behind handlers/resnet_handler.py."""
+"""The image classifier kind (``kind: image``): a torchvision ResNet behind handlers/image_classifier_handler.py."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ IMAGE = Kind(
     name="image",
     entry=ImageModel,
     config=ImageModelConfig,
-    handler="handlers/resnet_handler.py",
+    handler="handlers/image_classifier_handler.py",
     # What export resolves, and the decode settings packaging takes from config.properties.
     resolved=frozenset(
         {

@@ -72,13 +72,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="output folder (default: build/<model>)")
 
 
+def add_weights_arguments(parser: argparse.ArgumentParser) -> None:
+    """``tsbatch export-text``'s options for serving your own fine-tuned folder."""
+    parser.add_argument(
+        "--weights",
+        type=Path,
+        help="your save_pretrained folder (config.json with id2label, weights, tokenizer): served as it "
+        "is, not trained; labelled data (--test, or --data-format clinc150 --data) is scored and gated",
+    )
+    parser.add_argument("--texts", type=Path, help="with --weights and no labelled data: texts to gate on")
+    parser.add_argument(
+        "--max-length", type=int, help="with --weights: tokens per text (default: the folder's)"
+    )
+    parser.add_argument("--oos-label", help="with --weights: the model's out-of-scope label (default: none)")
+    parser.add_argument(
+        "--oos-threshold", type=float, help="with --weights: answer out of scope below this top probability"
+    )
+
+
 # Settings of models.yaml's data section that describe the project's own data.
 PROJECT_DATA_KEYS = ("blind", "strict", "drop_repeats", "near_duplicate_overlap")
+# What a trained entry says about the model it trains: not about a folder given with --weights.
+TRAINED_MODEL_KEYS = ("base_model", "data", "training", "max_length", "oos_label")
+
+
+def weights_overrides(merged: dict, args: argparse.Namespace) -> None:
+    """``--weights`` and its options in ``merged`` (the entry's values as set); a training
+    entry's model keys are dropped, so the folder builds as a four-key entry would."""
+    if getattr(args, "weights", None) is None:
+        return
+    if "weights" not in merged:
+        for key in TRAINED_MODEL_KEYS:
+            merged.pop(key, None)
+    weights = merged.setdefault("weights", {})
+    weights["path"] = str(args.weights)
+    if args.texts is not None:
+        weights["texts"] = str(args.texts)
+    if args.oos_threshold is not None:
+        weights["oos_threshold"] = args.oos_threshold
+    if args.max_length is not None:
+        merged["max_length"] = args.max_length
+    if args.oos_label is not None:
+        merged["oos_label"] = args.oos_label
 
 
 def settings_from_arguments(settings: TextModel, args: argparse.Namespace) -> TextModel:
     """The manifest entry with the command-line overrides applied, validated again."""
     merged = settings.model_dump(mode="json", exclude_unset=True)
+    weights_overrides(merged, args)
     data = merged.setdefault("data", {})
     if args.base_model:
         merged["base_model"] = args.base_model
@@ -117,13 +158,17 @@ def run_command(
     argv: list[str] | None,
     build: Callable[[ModelSpec, TextModel, Path], object],
     tag: str,
+    weights: bool = False,
 ) -> int:
-    """Parse the shared options, call ``build(spec, settings with the overrides, out)`` and
-    print the training report, also when a gate failed (it says which intents failed)."""
+    """Parse the shared options (``weights``: also those of your own folder), call
+    ``build(spec, settings with the overrides, out)`` and print the report, also when a
+    gate failed (it says which intents failed)."""
     parser = argparse.ArgumentParser(
         description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_arguments(parser)
+    if weights:
+        add_weights_arguments(parser)
     args = parser.parse_args(argv)
     try:
         manifest = load_manifest(args.manifest)

@@ -53,6 +53,8 @@ class IntentData:
 
 
 def read_csv_examples(path: Path) -> list[Example]:
+    if not path.is_file():
+        raise TrainingError(f"{path} does not exist (a CSV with text,label)")
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         if reader.fieldnames is None or not {"text", "label"} <= set(reader.fieldnames):
@@ -116,24 +118,47 @@ def load_data(
     )
 
 
+def section_path(data: DataSection, key: str) -> Path | None:
+    """The file ``data.<key>`` names; a relative path is from the repository."""
+    value = getattr(data, key)
+    if value is None:
+        return None
+    value = Path(value)
+    return value if value.is_absolute() else REPO_ROOT / value
+
+
 def data_from_settings(data: DataSection) -> IntentData:
     """The splits a manifest entry's ``data`` names; relative paths are from the repository."""
+    keys = ("train", "validation", "test", "path", "blind")
+    return load_data(data.format, *(section_path(data, key) for key in keys))
 
-    def path(key: str) -> Path | None:
-        value = getattr(data, key)
-        if value is None:
-            return None
-        value = Path(value)
-        return value if value.is_absolute() else REPO_ROOT / value
 
-    return load_data(
-        data.format,
-        path("train"),
-        path("validation"),
-        path("test"),
-        path("path"),
-        path("blind"),
-    )
+def has_evaluation_data(data: DataSection) -> bool:
+    """Whether ``data`` names labelled texts to score a ready model on (a test CSV or a JSON)."""
+    return data.test is not None or data.path is not None
+
+
+def evaluation_splits(data: DataSection) -> tuple[dict[str, list[Example]], str]:
+    """The labelled texts a ready model is scored on, and where they came from: the ``test``
+    CSV or the test (with ``oos_test``) of a CLINC150-style JSON, then the ``blind`` CSV."""
+    if data.format == "clinc150":
+        path = section_path(data, "path")
+        if path is None:
+            raise TrainingError("--data-format clinc150 needs --data file.json (data.path)")
+        splits = {"test": read_clinc_json(path)["test"]}
+    else:
+        path = section_path(data, "test")
+        if path is None:
+            raise TrainingError("csv data to score a model on needs a test file (data.test, --test)")
+        splits = {"test": read_csv_examples(path)}
+    blind = section_path(data, "blind")
+    if blind is not None:
+        splits["blind"] = read_csv_examples(blind)
+    for name, rows in splits.items():
+        if not rows:
+            raise TrainingError(f"the {name} split is empty")
+    sources = [path, *([blind] if blind is not None else [])]
+    return splits, ", ".join(str(_relative(source)) for source in sources)
 
 
 def check_data(data: IntentData, oos_label: str) -> None:

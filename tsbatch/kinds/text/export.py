@@ -1,14 +1,17 @@
-"""Train the intent classifier, export it to TorchScript, verify it and write the archive files.
+"""Export a text classifier to TorchScript, verify it and write the archive files.
 
-``tsbatch.archive.pipeline`` calls :func:`export` for the manifest's ``bert_intent`` entry (``make
-archive``). The build fails (an exception, non-zero exit) when the model misses the
-quality gates on the test split or when the TorchScript model does not match the eager
-one, at several batch sizes and lengths, and a padded row does not match the same text
-alone, within the manifest's ``verify.atol``, or when the traced code names a device (it
-must follow ``map_location`` onto the worker's GPU). Writes into ``build/bert_intent/``:
-``model.pt``, ``labels.json``, ``handler_config.json``, ``build_info.json``,
-``tokenizer/`` and the training report (``report.json``, ``report.md``).
+``tsbatch.archive.pipeline`` calls :func:`export` for each ``kind: text`` entry (``make
+archive``). The classifier is yours (``weights: {path: DIR}``, a ``save_pretrained`` folder
+read by ``user_model``) or, when no weights are given, fine-tuned here on ``data``. Both go
+through the same steps: the build fails (an exception, non-zero exit) when the model misses
+its quality gates or when the TorchScript model does not match the eager one, at several
+batch sizes and lengths, and a padded row does not match the same text alone, within the
+manifest's ``verify.atol``, or when the traced code names a device (it must follow
+``map_location`` onto the worker's GPU). Writes into ``build/<model>/``: ``model.pt``,
+``labels.json``, ``handler_config.json``, ``build_info.json``, ``tokenizer/`` and the
+report (``report.json``, ``report.md``).
 
+    tsbatch export-text --weights DIR [--test test.csv]
     tsbatch export-text [--base-model DIR] [--data-format clinc150 --data FILE]
 """
 
@@ -29,11 +32,13 @@ from tsbatch.archive.gate_report import write_gates_section
 from tsbatch.archive.manifest import ModelSpec
 from tsbatch.kinds.text.cli import run_command
 from tsbatch.kinds.text.data import TrainingError
-from tsbatch.kinds.text.gating import compile_and_gate
+from tsbatch.kinds.text.gating import compile_and_gate, labelled_gate_inputs
 from tsbatch.kinds.text.kind import TEXT
-from tsbatch.kinds.text.model import TOKENIZER_DIR, IntentClassifier
-from tsbatch.kinds.text.report import train_from_settings
+from tsbatch.kinds.text.model import TOKENIZER_DIR, ReadyClassifier
+from tsbatch.kinds.text.pretrained import hugging_face_difference
+from tsbatch.kinds.text.report import REPORT_JSON, train_from_settings
 from tsbatch.kinds.text.schema import TextModel
+from tsbatch.kinds.text.user_model import from_folder
 
 VERIFY_LENGTHS = (1, 7, 23)  # plus max_length; token counts of the random verification rows
 
@@ -43,7 +48,7 @@ class ExportError(TrainingError):
 
 
 def trace(
-    model: IntentClassifier, example_ids: torch.Tensor, example_mask: torch.Tensor
+    model: torch.nn.Module, example_ids: torch.Tensor, example_mask: torch.Tensor
 ) -> torch.jit.ScriptModule:
     """Trace on a padded batch so the attention-mask path is what gets recorded."""
     model.eval()
@@ -64,11 +69,18 @@ def pinned_devices(module: torch.jit.ScriptModule) -> list[str]:
     return lines
 
 
+def vocabulary_size(model: torch.nn.Module) -> int:
+    """The vocabulary of the Hugging Face model inside ``model`` (an encoder or a classifier)."""
+    from transformers import PreTrainedModel
+
+    return next(int(part.config.vocab_size) for part in model.modules() if isinstance(part, PreTrainedModel))
+
+
 def random_batch(
     batch_size: int, length: int, vocab_size: int, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Token rows shaped like tokenizer output: [CLS] ... [SEP], random real lengths, padded."""
-    ids = torch.randint(1000, vocab_size, (batch_size, length), generator=generator)
+    ids = torch.randint(min(1000, vocab_size // 2), vocab_size, (batch_size, length), generator=generator)
     mask = torch.zeros(batch_size, length, dtype=torch.long)
     for row in range(batch_size):
         real = length if row == 0 else int(torch.randint(1, length + 1, (1,), generator=generator))
@@ -88,7 +100,7 @@ def verify(
 ) -> dict[str, float]:
     """Traced vs eager on many shapes, and each text alone vs inside padded batches."""
     generator = torch.Generator().manual_seed(1234)
-    vocab_size = int(eager.encoder.config.vocab_size)
+    vocab_size = vocabulary_size(eager)
     report: dict[str, float] = {}
     with torch.inference_mode():
         for size in batch_sizes:
@@ -126,9 +138,9 @@ def verify(
     return report
 
 
-def verification_texts(examples: Sequence[tuple[str, str]], count: int = 12) -> list[str]:
+def verification_texts(texts: Sequence[str], count: int = 12) -> list[str]:
     """Real texts of spread-out lengths: shortest, longest and between."""
-    texts = sorted({text for text, _ in examples}, key=len)
+    texts = sorted(set(texts), key=len)
     if len(texts) <= count:
         return texts
     step = (len(texts) - 1) / (count - 1)
@@ -136,98 +148,127 @@ def verification_texts(examples: Sequence[tuple[str, str]], count: int = 12) -> 
 
 
 def handler_config(
-    spec: ModelSpec,
-    settings: TextModel,
-    threshold: float,
-    base_model: str,
-    gates: GateOutcome | None = None,
+    spec: ModelSpec, ready: ReadyClassifier, gates: GateOutcome | None = None
 ) -> dict[str, Any]:
     """Every TextModelConfig field except torch_threads, which packaging adds."""
     found = {
         "tokenizer_dir": TOKENIZER_DIR,
-        "base_model": base_model,
-        "oos_threshold": float(threshold),
+        "base_model": ready.description,
+        "oos_threshold": float(ready.threshold),
         **(gates.handler_fields() if gates else {}),
     }
-    return TEXT.handler_config(spec.name, settings, found)
+    return TEXT.handler_config(spec.name, ready.settings, found)
 
 
 def clear_artifacts(out: Path) -> None:
-    """Remove the files build.py checks, so a failed export cannot leave a stale mix."""
+    """Remove the files build.py checks and the last report, so a failed export cannot
+    leave a stale mix or show an earlier build's report."""
     for name in (
         artifacts.MODEL_FILE,
         artifacts.HANDLER_CONFIG_FILE,
         artifacts.LABELS_FILE,
         artifacts.BUILD_INFO_FILE,
+        artifacts.REPORT_MARKDOWN,
+        REPORT_JSON,
     ):
         (out / name).unlink(missing_ok=True)
 
 
+def trained_classifier(spec: ModelSpec, settings: TextModel, out: Path) -> ReadyClassifier:
+    """The fallback when no weights are given: fine-tune ``base_model`` on ``data``."""
+    data, trained, report = train_from_settings(spec, settings, out)
+    splits = {"test": data.test, **({"blind": data.blind} if data.blind else {})}
+    threshold = report["oos_threshold"]
+    texts, score = labelled_gate_inputs(trained.labels, splits, threshold, settings.oos_label)
+    return ReadyClassifier(
+        model=trained.model,
+        labels=trained.labels,
+        tokenizer_dir=trained.tokenizer_dir,
+        settings=settings,
+        threshold=threshold,
+        gate_texts=texts,
+        score=score,
+        description=report["base_model"],
+        build_info={
+            "weights": {"source": f"fine-tuned here from {report['base_model']}"},
+            "base_model": report["base_model"],
+            "data": data.source,
+            "oos_threshold": threshold,
+            "test": {
+                key: report["test"][key] for key in ("in_scope_accuracy", "oos_recall", "oos_precision")
+            },
+            "training": report["training"],
+            "training_seconds": report["training_seconds"],
+        },
+    )
+
+
+def note_verification(out: Path, verification: dict[str, float], atol: float) -> None:
+    """One line in report.md on the TorchScript checks (build_info.json has each figure)."""
+    worst = max(verification, key=lambda key: verification[key])
+    path = out / artifacts.REPORT_MARKDOWN
+    path.write_text(
+        path.read_text().rstrip()
+        + f"\n\nTorchScript (model.pt) verified against the eager model: {len(verification)} checks "
+        f"(batch sizes x lengths, padded vs alone), worst {worst} = {verification[worst]:.2e} <= atol {atol:g}.\n"
+    )
+
+
 def export(spec: ModelSpec, settings: TextModel | None = None, out: Path | None = None) -> Path:
-    """Train, verify and write ``build/<model>/``; raises when a gate or a check fails."""
+    """Read your folder (``weights``) or train, then trace, verify, gate and write
+    ``build/<model>/``; raises when a gate or a check fails."""
     started = time.perf_counter()
     settings = settings if settings is not None else spec.entry_as(TextModel)
     out = out or spec.artifact_dir
     out.mkdir(parents=True, exist_ok=True)
     clear_artifacts(out)
-    data, trained, report = train_from_settings(spec, settings, out)
-    base_model = report["base_model"]
+    if settings.weights is not None:
+        ready = from_folder(spec, settings, out)
+    else:
+        ready = trained_classifier(spec, settings, out)
+    settings, atol = ready.settings, ready.settings.verify.atol
     max_length = settings.max_length
-    texts = verification_texts(data.test)
-    tokenizer = load_tokenizer(trained.tokenizer_dir, max_length)
+    texts = verification_texts(next(iter(ready.gate_texts.values())))
+    tokenizer = load_tokenizer(ready.tokenizer_dir, max_length)
     example = pad_to_longest(tokenize(tokenizer, texts[:: max(1, len(texts) // 3)]).ids, pad_id(tokenizer))
-    traced = trace(trained.model, *example)
+    traced = trace(ready.model, *example)
     model_path = out / artifacts.MODEL_FILE
     traced.save(str(model_path))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what TorchServe loads
             served = torch.jit.load(str(model_path))
-        verification = verify(
-            served,  # the file that will be served, not the in-memory trace
-            trained.model,
-            trained.tokenizer_dir,
-            texts,
-            max_length,
-            settings.verify.atol,
-            list(settings.verify.batch_sizes),
-        )
+        batch_sizes = list(settings.verify.batch_sizes)
+        # the file that will be served, not the in-memory trace
+        verification = verify(served, ready.model, ready.tokenizer_dir, texts, max_length, atol, batch_sizes)
+        if ready.reference is not None:
+            difference = hugging_face_difference(
+                served, ready.reference, ready.tokenizer_dir, texts, max_length
+            )
+            verification["traced_vs_hugging_face"] = difference
+            if not difference <= atol:
+                raise ExportError(
+                    f"the TorchScript differs from the Hugging Face model by {difference:.2e} (atol {atol})"
+                )
     except Exception:
         model_path.unlink(missing_ok=True)
         raise
-    oos_label = settings.oos_label
+    note_verification(out, verification, atol)
     gates = compile_and_gate(
-        settings,
-        out,
-        trained.model,
-        served,
-        trained.tokenizer_dir,
-        trained.labels,
-        {"test": data.test, **({"blind": data.blind} if data.blind else {})},
-        report["oos_threshold"],
-        oos_label,
+        settings, out, ready.model, served, ready.tokenizer_dir, ready.gate_texts, ready.score
     )
     write_gates_section(out, gates, spec.name)
-    artifacts.write_json(out / artifacts.LABELS_FILE, trained.labels)
-    artifacts.write_json(
-        out / artifacts.HANDLER_CONFIG_FILE,
-        handler_config(spec, settings, report["oos_threshold"], base_model, gates),
-    )
+    artifacts.write_json(out / artifacts.LABELS_FILE, ready.labels)
+    artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, handler_config(spec, ready, gates))
     import transformers
 
     artifacts.write_json(
         out / artifacts.BUILD_INFO_FILE,
         {
             "model": spec.name,
-            "base_model": base_model,
-            "data": data.source,
-            "num_labels": len(trained.labels),
-            "oos_threshold": report["oos_threshold"],
-            "test": {
-                key: report["test"][key] for key in ("in_scope_accuracy", "oos_recall", "oos_precision")
-            },
-            "training": report["training"],
-            "training_seconds": report["training_seconds"],
+            **ready.build_info,
+            "num_labels": len(ready.labels),
+            "max_length": max_length,
             "export_seconds": round(time.perf_counter() - started, 1),
             "verification": verification,
             **gates.build_info(),
@@ -235,17 +276,17 @@ def export(spec: ModelSpec, settings: TextModel | None = None, out: Path | None 
             "transformers": transformers.__version__,
         },
     )
-    print(
-        f"[export] {spec.name}: {base_model} fine-tuned -> {model_path} ({time.perf_counter() - started:.0f}s)"
-    )
+    print(f"[export] {spec.name}: {ready.description} -> {model_path} ({time.perf_counter() - started:.0f}s)")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     return run_command(
-        "Train a text classifier (on our intents or your data), export it to TorchScript, check it "
-        "against the eager model and write the files an archive needs into build/<model>/.",
+        "Serve your fine-tuned text classifier (--weights DIR), or train one (on our intents or your "
+        "data); export it to TorchScript, check it against the eager model and write the files an "
+        "archive needs into build/<model>/.",
         argv,
         export,
         "export",
+        weights=True,
     )

@@ -1,6 +1,7 @@
-"""The intent model's precision/runtime gates: its test split and, when the build has one,
+"""A text model's precision/runtime gates: its test split and, when the build has one,
 its blind set, in padded batches, each scored the way the handler answers (in-scope
-accuracy, out-of-scope recall at the OOS threshold)."""
+accuracy, out-of-scope recall at the OOS threshold); without labelled data, texts on which
+the candidates must agree with fp32."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from batchkit.text import check_tokens, load_tokenizer, pad_id, pad_to_longest, 
 from tsbatch.archive.compiled import GateData, GateOutcome, build_and_gate, compile_settings
 from tsbatch.archive.gates import Batch, Scorer
 from tsbatch.kinds.text.data import Example
-from tsbatch.kinds.text.model import IntentClassifier
 from tsbatch.kinds.text.schema import TextModel
 
 
@@ -29,8 +29,10 @@ def intent_scorer(
     rows concatenated in ``splits`` order), as the handler decides."""
     targets = [target for split_targets in splits.values() for target in split_targets]
     in_scope = torch.tensor([target != oos_label for target in targets])
-    expected = torch.tensor([labels.index(target) for target in targets])
-    oos_index = labels.index(oos_label)
+    # An out-of-scope label the model lacks (a threshold alone decides) matches no index.
+    index = {label: position for position, label in enumerate(labels)}
+    expected = torch.tensor([index.get(target, -1) for target in targets])
+    oos_index = index.get(oos_label, -1)
     bounds, start = {}, 0
     for split, split_targets in splits.items():
         bounds[split] = slice(start, start + len(split_targets))
@@ -51,10 +53,19 @@ def intent_scorer(
     return score
 
 
-def test_batches(tokenizer_dir: Path, max_length: int, examples: Sequence[Example], size: int) -> list[Batch]:
-    """The test texts in batches of ``size``, each padded to its longest text."""
+def labelled_gate_inputs(
+    labels: Sequence[str], splits: Mapping[str, Sequence[Example]], threshold: float, oos_label: str
+) -> tuple[dict[str, list[str]], Scorer]:
+    """Each split's texts, and the scorer of their labels as the handler decides."""
+    texts = {split: [text for text, _ in examples] for split, examples in splits.items()}
+    targets = {split: [label for _, label in examples] for split, examples in splits.items()}
+    return texts, intent_scorer(labels, targets, threshold, oos_label)
+
+
+def text_batches(tokenizer_dir: Path, max_length: int, texts: Sequence[str], size: int) -> list[Batch]:
+    """The texts in batches of ``size``, each padded to its longest text."""
     tokenizer = load_tokenizer(tokenizer_dir, max_length)
-    rows = tokenize(tokenizer, [text for text, _ in examples]).ids
+    rows = tokenize(tokenizer, list(texts)).ids
     padding = pad_id(tokenizer)
     return [tuple(pad_to_longest(rows[start : start + size], padding)) for start in range(0, len(rows), size)]
 
@@ -62,29 +73,24 @@ def test_batches(tokenizer_dir: Path, max_length: int, examples: Sequence[Exampl
 def compile_and_gate(
     settings: TextModel,
     out: Path,
-    model: IntentClassifier,
+    model: torch.nn.Module,
     traced: torch.jit.ScriptModule,
     tokenizer_dir: Path,
-    labels: Sequence[str],
-    splits: Mapping[str, Sequence[Example]],
-    threshold: float,
-    oos_label: str,
+    texts: Mapping[str, Sequence[str]],
+    score: Scorer | None,
 ) -> GateOutcome:
     """.pt2 packages for what the build host serves, gated with the TorchScript candidates
-    on ``splits`` (test first, then the blind set where there is one); written into ``out``."""
+    on each split's ``texts`` (test first, then the blind set where there is one), scored by
+    ``score`` (None: agreement with fp32 only); written into ``out``."""
     compiling = compile_settings(settings.compile)
     max_length = settings.max_length
     size = min(8, compiling.max_batch_size)
     batches = [
-        batch
-        for examples in splits.values()
-        for batch in test_batches(tokenizer_dir, max_length, examples, size)
+        batch for split in texts.values() for batch in text_batches(tokenizer_dir, max_length, split, size)
     ]
     tokenizer = load_tokenizer(tokenizer_dir, max_length)
-    first = tokenize(tokenizer, [text for text, _ in splits["test"][: len(batches[0][0])]]).ids
+    first = tokenize(tokenizer, list(next(iter(texts.values())))[: len(batches[0][0])]).ids
     singles = [tuple(pad_to_longest([row], pad_id(tokenizer))) for row in first]
-    targets = {split: [label for _, label in examples] for split, examples in splits.items()}
-    score = intent_scorer(labels, targets, threshold, oos_label)
     batch = torch.export.Dim("batch", min=1, max=compiling.max_batch_size)
     tokens = torch.export.Dim("tokens", min=2, max=max_length)
     shapes = ({0: batch, 1: tokens}, {0: batch, 1: tokens})

@@ -1,5 +1,5 @@
 """The text intent classifier kind (``kind: text``): a fine-tuned BERT-family encoder behind
-handlers/intent_handler.py."""
+handlers/text_classifier_handler.py."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ TEXT = Kind(
     name="text",
     entry=TextModel,
     config=TextModelConfig,
-    handler="handlers/intent_handler.py",
+    handler="handlers/text_classifier_handler.py",
     resolved=frozenset({"tokenizer_dir", "base_model", "oos_threshold"}),
     exporter="tsbatch.kinds.text.export",
     sweep="tsbatch.kinds.text.sweep",

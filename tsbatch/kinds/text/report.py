@@ -29,7 +29,7 @@ from tsbatch.kinds.text.train import TrainedModel, TrainingOptions, train
 REPORT_JSON = "report.json"
 
 
-def _split_table(report: dict[str, Any], names: list[str]) -> list[str]:
+def split_table(report: dict[str, Any], names: list[str]) -> list[str]:
     lines = [
         "| split | examples | in-scope accuracy | oos recall | oos precision | in-scope rejected "
         "| in-scope macro F1 |",
@@ -48,7 +48,7 @@ def _split_table(report: dict[str, Any], names: list[str]) -> list[str]:
     return lines
 
 
-def _per_label_table(report: dict[str, Any], names: list[str]) -> list[str]:
+def per_label_table(report: dict[str, Any], names: list[str]) -> list[str]:
     header = " | ".join(f"{name} P | {name} R | {name} F1" for name in names)
     lines = [f"| label | {header} |", "| --- |" + " --- |" * (3 * len(names))]
     for label in report["labels"]:
@@ -60,7 +60,7 @@ def _per_label_table(report: dict[str, Any], names: list[str]) -> list[str]:
     return lines
 
 
-def _errors(split: dict[str, Any], max_cases: int) -> list[str]:
+def error_lines(split: dict[str, Any], max_cases: int) -> list[str]:
     lines = [] if split["per_intent_errors"] else ["None."]
     for label, entry in split["per_intent_errors"].items():
         cases = "; ".join(
@@ -102,7 +102,7 @@ def render_markdown(report: dict[str, Any], max_cases: int = 3, max_pairs: int =
         f"Out of scope: the `{report['oos_label']}` class, or top probability below "
         f"**{report['oos_threshold']:.2f}** (calibrated on validation: most room under both gates).",
         "",
-        *_split_table(report, scored),
+        *split_table(report, scored),
     ]
     lines += _leakage_lines(report.get("leakage", {}))
     verdict = "PASS" if report["passed"] else "FAIL: " + "; ".join(report["failures"])
@@ -113,7 +113,7 @@ def render_markdown(report: dict[str, Any], max_cases: int = 3, max_pairs: int =
         "",
         "## Per label precision / recall / F1",
         "",
-        *_per_label_table(report, gated),
+        *per_label_table(report, gated),
     ]
     for name in gated:
         pairs = report[name].get("confusion_pairs", [])
@@ -121,7 +121,7 @@ def render_markdown(report: dict[str, Any], max_cases: int = 3, max_pairs: int =
         lines += [f"- {p['true']} -> {p['predicted']}: {p['count']}" for p in pairs[:max_pairs]] or ["None."]
         if len(pairs) > max_pairs:
             lines.append(f"- (+{len(pairs) - max_pairs} more pairs in report.json)")
-        lines += ["", f"## {name.capitalize()} errors by intent", "", *_errors(report[name], max_cases)]
+        lines += ["", f"## {name.capitalize()} errors by intent", "", *error_lines(report[name], max_cases)]
     return "\n".join(lines) + "\n"
 
 

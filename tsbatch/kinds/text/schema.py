@@ -61,10 +61,25 @@ class TrainingOptions(Section):
     gates: Gates = Gates()
 
 
+class PretrainedWeights(Section):
+    """Your fine-tuned classifier (``weights:``): a local ``save_pretrained`` folder of any
+    ``AutoModelForSequenceClassification``, served as it is instead of training one."""
+
+    path: str
+    # Texts (one per line) the candidates are gated on for agreement with fp32 when there is
+    # no labelled data; default: the project's own utterances.
+    texts: str | None = None
+    # Out of scope only when asked: answers whose top probability is below this get
+    # ``oos_label`` (the entry's ``oos_label`` set alone names a label of the model instead).
+    oos_threshold: Fraction | None = None
+
+
 class TextBuild(Common):
-    """A text intent classifier (``kind: text``): a fine-tuned BERT-family encoder."""
+    """A text classifier (``kind: text``): your fine-tuned folder (``weights``), else a
+    BERT-family encoder fine-tuned here on ``data`` (``base_model``, ``training``)."""
 
     kind: Literal["text"]
+    weights: PretrainedWeights | None = None
     base_model: str = DEFAULT_BASE_MODEL
     data: IntentData = IntentData()
     training: TrainingOptions = TrainingOptions()

@@ -35,3 +35,14 @@ def test_a_missing_config_is_one_clear_error_before_any_point(tmp_path, capsys) 
     )
     error = capsys.readouterr().err
     assert "no config.properties at" in error and "--properties FILE" in error
+
+
+def test_apply_live_is_for_manifest_models(tmp_path, capsys) -> None:
+    """A --mar winner has no manifest entry to package from: refused before any point runs."""
+    assert main(["--mar", str(tmp_path / "any.mar"), "--apply-live", str(tmp_path)]) == 1
+    assert "--apply-live packages manifest models" in capsys.readouterr().err
+
+
+def test_apply_live_defaults_to_the_serve_run_dir() -> None:
+    assert build_parser().parse_args(["--apply-live"]).apply_live.name == ".serve"
+    assert build_parser().parse_args([]).apply_live is None

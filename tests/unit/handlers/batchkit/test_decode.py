@@ -148,12 +148,12 @@ def test_auto_is_the_tensor_path_on_a_gpu_and_the_faster_one_on_a_cpu() -> None:
 
 
 def test_the_tensor_path_serves_the_handler_end_to_end(tiny_image_model_dir, fake_context_factory) -> None:
-    from resnet_handler import ResNetClassifierHandler
+    from image_classifier_handler import ImageClassifierHandler
 
     model_dir, model_yaml = tiny_image_model_dir
     handler_config = {**model_yaml["handler"], "decode_path": "tensor", "decode_threads": 2}
     context = fake_context_factory(model_dir, {**model_yaml, "handler": handler_config}, batch_size=4)
-    handler = ResNetClassifierHandler()
+    handler = ImageClassifierHandler()
     handler.initialize(context)
     jpeg = image_bytes("JPEG", size=(64, 48), color="blue")
     responses = handler.handle([{"body": jpeg}, {"body": jpeg[:200]}, {"body": image_bytes("PNG")}], context)

@@ -10,7 +10,7 @@ import torch
 
 from batchkit.errors import InvalidText, PayloadTooLarge
 from batchkit.text import (
-    IntentScores,
+    TextScores,
     length_buckets,
     load_tokenizer,
     pad_id,
@@ -172,8 +172,8 @@ def test_plan_groups_splits_wide_batches_only_when_overhead_is_set() -> None:
 
 
 def test_padding_of_counts_real_and_padded_tokens_per_pass() -> None:
-    def scores(tokens: int, padded_length: int, forward_pass: int) -> IntentScores:
-        return IntentScores([1.0], False, tokens, padded_length, forward_pass)
+    def scores(tokens: int, padded_length: int, forward_pass: int) -> TextScores:
+        return TextScores([1.0], False, tokens, padded_length, forward_pass)
 
     stats = padding_of([scores(10, 10, 0), scores(5, 10, 0), scores(5, 10, 0), scores(3, 3, 1)])
     assert (stats.real_tokens, stats.padded_tokens, stats.forward_passes) == (23, 33, 2)

@@ -6,9 +6,9 @@ import argparse
 
 import pytest
 
-from tsbatch.kinds.text.cli import add_arguments, settings_from_arguments
+from tsbatch.kinds.text.cli import add_arguments, add_weights_arguments, settings_from_arguments
 from tsbatch.kinds.text.data import TrainingError
-from tsbatch.kinds.text.schema import TextModel
+from tsbatch.kinds.text.schema import TextModel, TrainingOptions
 
 
 def entry(**settings: object) -> TextModel:
@@ -65,3 +65,30 @@ def test_project_data_settings_do_not_apply_to_data_given_on_the_command_line() 
     assert dropping.data.drop_repeats and not dropping.data.strict
     assert not settings_from_arguments(ours, parse("--no-strict")).data.strict  # our own data, asked
     assert settings_from_arguments(ours, parse()).data.strict  # our own data: models.yaml's
+
+
+def parse_export(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    add_weights_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_weights_on_a_training_entry_drop_what_describes_the_trained_model() -> None:
+    trained = entry(base_model="x", max_length=16, data={"train": "t.csv"}, training={"epochs": 1}, top_k=2)
+    merged = settings_from_arguments(trained, parse_export("--weights", "/models/mine", "--test", "test.csv"))
+    assert merged.weights is not None and merged.weights.path == "/models/mine"
+    assert {"base_model", "max_length"}.isdisjoint(merged.model_fields_set)
+    assert merged.training.epochs == TrainingOptions().epochs
+    assert (merged.data.test, merged.data.train, merged.top_k) == ("test.csv", None, 2)  # serving keys stay
+
+
+def test_weights_options_set_the_folder_s_keys() -> None:
+    args = parse_export("--weights", "w", "--texts", "t.txt", "--max-length", "32", "--oos-label", "other")
+    mine = entry(weights={"path": "old", "oos_threshold": 0.3}, max_length=16)
+    merged = settings_from_arguments(mine, args)
+    assert merged.weights is not None
+    assert (merged.weights.path, merged.weights.texts, merged.weights.oos_threshold) == ("w", "t.txt", 0.3)
+    assert (merged.max_length, merged.oos_label) == (32, "other")
+    threshold = settings_from_arguments(mine, parse_export("--weights", "w", "--oos-threshold", "0.5"))
+    assert threshold.weights is not None and threshold.weights.oos_threshold == 0.5

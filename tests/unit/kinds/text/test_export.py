@@ -83,7 +83,7 @@ def test_verify_catches_a_traced_model_that_differs(tiny_base_model: Path) -> No
     torch.manual_seed(0)
     eager = IntentClassifier(tiny_encoder(), 3).eval()
     example = (torch.tensor([[101, 2000, 102, 0]]), torch.tensor([[1, 1, 1, 0]]))
-    texts = verification_texts([(f"text number {i} " * (i + 1), "x") for i in range(20)], count=5)
+    texts = verification_texts([f"text number {i} " * (i + 1) for i in range(20)], count=5)
     good = trace(eager, *example)
     report = verify(good, eager, tiny_base_model, texts, 32, 1e-4, [1, 3])
     assert report["padded_batch_vs_alone"] <= 1e-4

@@ -20,7 +20,7 @@ from ts.torch_handler.base_handler import BaseHandler
 FIXED_LENGTH = 128
 
 
-class UsualWayIntentHandler(BaseHandler):
+class UsualWayTextHandler(BaseHandler):
     """Per-request tokenization padded to 128 tokens; one forward pass per batch."""
 
     def initialize(self, context: Any) -> None:

@@ -1,4 +1,4 @@
-"""The intent handler with a FakeContext and a tiny random BERT (real tokenizer, no server)."""
+"""The text classifier handler with a FakeContext and a tiny random BERT (real tokenizer, no server)."""
 
 from __future__ import annotations
 
@@ -6,17 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from intent_handler import IntentClassifierHandler
 from tests.fakes import FakeContext
 from tests.unit.handlers.conftest import MAX_LENGTH, TINY_LABELS
+from text_classifier_handler import TextClassifierHandler
 
 
 def make_handler(
     model_dir: Path, model_yaml: dict, fake_context_factory, **changes
-) -> tuple[IntentClassifierHandler, FakeContext]:
+) -> tuple[TextClassifierHandler, FakeContext]:
     config = {**model_yaml, "handler": {**model_yaml["handler"], **changes}}
     context = fake_context_factory(model_dir, config, batch_size=8)
-    handler = IntentClassifierHandler()
+    handler = TextClassifierHandler()
     handler.initialize(context)
     return handler, context
 

@@ -1,4 +1,6 @@
-"""TorchServe handler for the BERT intent classifier (one class, as TorchServe requires)."""
+"""TorchServe handler for any BERT-family sequence classifier the text kind builds (one class, as
+TorchServe requires). Named ``*_handler`` because TorchServe resolves a bare ``text_classifier``
+to its stock handler only when no installed module has that name."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from batchkit.loader import load_served_model
 from batchkit.metrics import BatchReport
 from batchkit.text import (
     TEXT_INPUTS,
-    IntentScores,
+    TextScores,
     check_tokens,
     length_buckets,
     load_tokenizer,
@@ -31,7 +33,7 @@ logger = logging.getLogger(__name__)
 WARMUP_TEXT = "how long until my replacement card arrives in the mail after i reported it lost"
 
 
-class IntentClassifierHandler(BatchHandler[TextModelConfig]):
+class TextClassifierHandler(BatchHandler[TextModelConfig]):
     """Validate each text alone, tokenize the batch in one call, run length-grouped passes."""
 
     config_type = TextModelConfig
@@ -52,12 +54,12 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
     def decode(self, body: Any) -> str:
         return text_from_body(body, self.config.max_body_bytes)
 
-    def infer(self, texts: list[str]) -> list[IntentScores]:
+    def infer(self, texts: list[str]) -> list[TextScores]:
         config = self.config
         tokenized = tokenize(self.tokenizer, texts)
         lengths = tokenized.lengths
         groups = plan_groups(lengths, config.token_budget, None, config.pass_overhead_tokens)
-        scores: dict[int, IntentScores] = {}
+        scores: dict[int, TextScores] = {}
         for forward_pass, group in enumerate(groups):
             input_ids, attention_mask = pad_to_longest(
                 [tokenized.ids[i] for i in group],
@@ -68,7 +70,7 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
             logits = self.model(input_ids.to(self.device), attention_mask.to(self.device))
             rows = torch.softmax(logits.float(), dim=1).cpu().tolist()
             for index, row in zip(group, rows, strict=True):
-                scores[index] = IntentScores(
+                scores[index] = TextScores(
                     probabilities=row,
                     truncated=tokenized.truncated[index],
                     tokens=lengths[index],
@@ -77,7 +79,7 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
                 )
         return [scores[index] for index in range(len(texts))]
 
-    def encode(self, output: IntentScores) -> dict[str, Any]:
+    def encode(self, output: TextScores) -> dict[str, Any]:
         config = self.config
         probabilities = torch.tensor(output.probabilities)
         values, indices = probabilities.topk(self.top_k)
@@ -95,7 +97,7 @@ class IntentClassifierHandler(BatchHandler[TextModelConfig]):
             "truncated": output.truncated,
         }
 
-    def annotate(self, report: BatchReport, outputs: list[IntentScores]) -> None:
+    def annotate(self, report: BatchReport, outputs: list[TextScores]) -> None:
         """Padding efficiency of this batch's forward passes (none when nothing ran)."""
         if outputs:
             report.padding = padding_of(outputs)

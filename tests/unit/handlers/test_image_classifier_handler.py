@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from resnet_handler import ResNetClassifierHandler
+from image_classifier_handler import ImageClassifierHandler
 from tests.conftest import TINY_LABELS, image_bytes
 
 
@@ -17,7 +17,7 @@ from tests.conftest import TINY_LABELS, image_bytes
 def handler_and_context(tiny_image_model_dir, fake_context_factory):
     model_dir, model_yaml = tiny_image_model_dir
     context = fake_context_factory(model_dir, model_yaml, batch_size=4)
-    handler = ResNetClassifierHandler()
+    handler = ImageClassifierHandler()
     handler.initialize(context)
     return handler, context
 
@@ -99,7 +99,7 @@ def test_initialize_rejects_a_config_with_unknown_keys(tiny_image_model_dir, fak
     model_dir, model_yaml = tiny_image_model_dir
     model_yaml["handler"]["resize"] = 3
     with pytest.raises(ValueError, match="unknown keys"):
-        ResNetClassifierHandler().initialize(fake_context_factory(model_dir, model_yaml))
+        ImageClassifierHandler().initialize(fake_context_factory(model_dir, model_yaml))
 
 
 def test_multi_input_requests_in_every_protocol_answer_each_input_as_if_sent_alone(
@@ -160,7 +160,7 @@ def test_initialize_fails_when_cuda_is_required_and_missing(
 ) -> None:
     monkeypatch.setenv("TSBATCH_REQUIRE_CUDA", "1")
     model_dir, model_yaml = tiny_image_model_dir
-    handler = ResNetClassifierHandler()
+    handler = ImageClassifierHandler()
     with pytest.raises(
         RuntimeError, match=r"TSBATCH_REQUIRE_CUDA=1 but no usable CUDA: .*; refusing to serve on the CPU"
     ):
@@ -170,7 +170,7 @@ def test_initialize_fails_when_cuda_is_required_and_missing(
 
 def test_initialize_serves_the_compiled_package(tiny_compiled_model_dir, fake_context_factory) -> None:
     model_dir, model_yaml = tiny_compiled_model_dir
-    handler = ResNetClassifierHandler()
+    handler = ImageClassifierHandler()
     handler.initialize(fake_context_factory(model_dir, model_yaml))
     assert handler.model.runtime == "aoti"
     (response,) = handler.handle([request(image_bytes())], None)

@@ -1,4 +1,6 @@
-"""TorchServe handler for the image classifier, any torchvision architecture (one class, as TorchServe requires)."""
+"""TorchServe handler for the image classifier, any torchvision architecture (one class, as
+TorchServe requires). Named ``*_handler`` because TorchServe resolves a bare ``image_classifier``
+to its stock handler only when no installed module has that name."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from batchkit.images import IMAGE_INPUTS, check_images, model_batch
 from batchkit.loader import load_served_model
 
 
-class ResNetClassifierHandler(BatchHandler[ImageModelConfig]):
+class ImageClassifierHandler(BatchHandler[ImageModelConfig]):
     """Decode and validate each image to uint8 pixels (a batch at once, on the worker's
     decode pool and path, each image failing alone); normalize and classify the valid
     ones in one forward pass."""

@@ -1,0 +1,145 @@
+"""What ``tsbatch apply`` does to change a live model's batch settings: pure rules, no I/O.
+
+TorchServe 0.12 cannot change ``batchSize`` or ``maxBatchDelay`` of a registered model, and
+taking workers away (scaling down) can fail the batch a removed worker was computing. So
+only a worker increase is done in place (the scale call); every other change stages a new
+version of the model, packaged with the new settings (the archive's model-config.yaml wins
+over anything else), makes it the default once it answers, and unregisters the old version
+after its queued and in-flight requests are answered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Any
+
+from tsbatch.config.properties import settings_for
+
+# The suffix a staged version carries: ``1.0`` -> ``1.0.b16d20w1``; a later apply replaces it
+# (``r2`` when the result would be the version served now: a scale in place came between).
+STAGED_SUFFIX = re.compile(r"\.b\d+d\d+w\d+(?:r2)?$")
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    """The settings ``tsbatch apply`` changes: one worker count (min = max, as the toolkit ships)."""
+
+    batch_size: int
+    max_batch_delay: int
+    workers: int
+
+    @classmethod
+    def described(cls, entry: Mapping[str, Any]) -> LiveSettings:
+        """The settings in one entry of TorchServe's describe answer."""
+        return cls(int(entry["batchSize"]), int(entry["maxBatchDelay"]), int(entry["minWorkers"]))
+
+    def changed(
+        self, batch_size: int | None = None, max_batch_delay: int | None = None, workers: int | None = None
+    ) -> LiveSettings:
+        """These settings with the given ones replaced (None keeps a setting)."""
+        return LiveSettings(
+            self.batch_size if batch_size is None else batch_size,
+            self.max_batch_delay if max_batch_delay is None else max_batch_delay,
+            self.workers if workers is None else workers,
+        )
+
+    def problem(self) -> str | None:
+        """Why TorchServe could not serve these settings, or None."""
+        if self.batch_size < 1:
+            return f"batchSize must be at least 1, got {self.batch_size}"
+        if self.max_batch_delay < 0:
+            return f"maxBatchDelay must be 0 ms or more, got {self.max_batch_delay}"
+        if self.workers < 1:
+            return f"workers must be at least 1 (0 would stop serving), got {self.workers}"
+        return None
+
+    def properties(self) -> dict[str, int]:
+        """As a ``models=`` entry of config.properties spells them."""
+        return settings_for(self.batch_size, self.max_batch_delay, self.workers)
+
+    def label(self) -> str:
+        return f"batchSize={self.batch_size}, maxBatchDelay={self.max_batch_delay} ms, workers={self.workers}"
+
+
+class Step(Enum):
+    """One call or wait of an apply, in the order a plan lists them."""
+
+    SCALE = "scale the workers in place (PUT /models/{m}?min_worker=N&synchronous=true)"
+    PACKAGE = "package the new version with the new settings into the server's model store"
+    REGISTER = "register the new version and start its workers (POST /models?url=...&synchronous=true)"
+    WAIT_READY = "wait until every worker of the new version is READY"
+    PROBE = "send one request to /predictions/{m}/{new version}: it must answer 200"
+    SET_DEFAULT = "make the new version the default (PUT /models/{m}/{v}/set-default)"
+    DRAIN = "wait until the old version's queued and in-flight requests are answered"
+    UNREGISTER = "unregister the old version (DELETE /models/{m}/{old version})"
+    VERIFY = "describe the model: the default version must show the new settings"
+
+
+IN_PLACE = (Step.SCALE, Step.VERIFY)
+STAGED = (
+    Step.PACKAGE,
+    Step.REGISTER,
+    Step.WAIT_READY,
+    Step.PROBE,
+    Step.SET_DEFAULT,
+    Step.DRAIN,
+    Step.UNREGISTER,
+    Step.VERIFY,
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one apply will do: no steps when the settings are already served."""
+
+    model: str
+    old_version: str
+    current: LiveSettings
+    target: LiveSettings
+    steps: tuple[Step, ...]
+    new_version: str | None  # None: the old version stays (a scale in place, or nothing)
+    reason: str
+
+    def lines(self) -> list[str]:
+        """The plan as the command prints it before acting."""
+        head = f"{self.model} {self.old_version}: {self.current.label()} -> {self.target.label()} ({self.reason})"
+        return [head, *(f"  {n}. {step.value}" for n, step in enumerate(self.steps, 1))]
+
+
+def staged_version(old_version: str, target: LiveSettings) -> str:
+    """The new version's string: the old one without an earlier apply's suffix, then the settings."""
+    base = STAGED_SUFFIX.sub("", old_version)
+    version = f"{base}.b{target.batch_size}d{target.max_batch_delay}w{target.workers}"
+    return version if version != old_version else f"{version}r2"
+
+
+def staged_archive(model: str, version: str) -> str:
+    """The file name of a staged version's archive in the model store."""
+    return f"{model}-{version}.mar"
+
+
+def is_staged(model: str, version: str, archive: str) -> bool:
+    """Whether ``archive`` is one an apply staged (and so may remove once it is unregistered)."""
+    return STAGED_SUFFIX.search(version) is not None and archive == staged_archive(model, version)
+
+
+def plan_change(model: str, old_version: str, current: LiveSettings, target: LiveSettings) -> Plan:
+    """Which steps change ``current`` into ``target`` without failing a request."""
+    problem = target.problem()
+    if problem:
+        raise ValueError(f"{model}: {problem}")
+    plan = Plan(model, old_version, current, target, (), None, "already served")
+    if target == current:
+        return plan
+    if replace(target, workers=current.workers) == current and target.workers > current.workers:
+        return replace(plan, steps=IN_PLACE, reason="more workers only: TorchServe scales in place")
+    reason = (
+        "fewer workers: a scale-down can fail the batch a removed worker is computing"
+        if replace(target, workers=current.workers) == current
+        else "TorchServe cannot change batchSize or maxBatchDelay of a registered version"
+    )
+    new_version = staged_version(old_version, target)
+    return replace(plan, steps=STAGED, new_version=new_version, reason=f"{reason}: staged as {new_version}")
