@@ -11,7 +11,7 @@ SERVE_DIR := .serve
 PYTEST_ARGS ?=
 
 .PHONY: help install kserve-sdk java archive plugins serve stop status doctor check-config test test-tools test-unit \
-        test-integration bench bench-intent bench-client lint loadtest loadtest-ui sweep tune gpu-check image clean
+        test-integration bench bench-intent bench-client bench-overload lint loadtest loadtest-ui sweep tune gpu-check image clean
 
 help: ## List the commands
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -85,6 +85,9 @@ bench-intent: install archive ## Intent handler vs the usual pad-to-128 handler 
 
 bench-client: $(INSTALLED) ## The load client's CPU per request vs a threaded requests loop (a few seconds; ARGS="--concurrency 16")
 	$(TSBATCH) bench client $(ARGS)
+
+bench-overload: install ## ResNet 224x224 at 0.5x-2x its capacity, deadline shedding off and on (ARGS="--p99-ms 300 --seconds 20")
+	$(TSBATCH) bench overload $(ARGS)
 
 sweep: $(INSTALLED) archive ## In-process batch-size sweep -> reports/sweep/ (options: ARGS="--max-batch 8 --iters 5")
 	$(TSBATCH) sweep $(ARGS)

@@ -24,3 +24,4 @@ DEFAULT_PROPERTIES = REPO_ROOT / "config.properties"
 DEFAULT_SLA_FILE = REPO_ROOT / "loadtest" / "sla.yaml"
 SERVE_DIR = REPO_ROOT / ".serve"
 REPORTS_DIR = REPO_ROOT / "reports"
+TUNE_DIR = REPORTS_DIR / "tune"  # `make tune` writes its reports here by default

@@ -38,6 +38,9 @@ class ModelConfig:
     warmup_batch_sizes: tuple[int, ...] = (1,)
     # Most inputs one request may carry (a list, KServe instances/inputs); more get 413.
     max_inputs_per_request: int = 64
+    # The deadline of a request that sends none: its proxy's arrival stamp (X-Request-Start)
+    # plus this many ms; 0 = none (batchkit.deadlines). From the model's deadlineBudgetMs.
+    deadline_budget_ms: int = 0
     # How the worker computes (batchkit.planner decides): auto picks by the build's timings
     # or the hardware; compiled_models are the .pt2 packages that passed the build gates,
     # exported for batches up to compiled_max_batch_size; failed_gates names candidates

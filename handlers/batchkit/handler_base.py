@@ -75,6 +75,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         require_cuda(self.device)
         self.labels = json.loads((self.model_dir / self.config.labels_file).read_text())
         self.top_k = min(self.config.top_k, len(self.labels))
+        self.deadlines = DeadlinePolicy(budget_ms=self.config.deadline_budget_ms)
         self.load()
         self.warm_up()
         self.initialized = True
@@ -95,7 +96,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
             responses, report = self.process(
                 data,
                 [header_length_of(each) for each in headers],
-                [self.deadlines.verdict(each, now_ms) for each in headers],
+                self.deadlines.verdicts(headers, now_ms),
             )
         except Exception as exc:
             logger.exception("batch failed outside the per-request pipeline")
@@ -104,10 +105,11 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
             responses = [ErrorReply(error, error_body(error, Protocol.SINGLE)) for _ in data]
             report = BatchReport(batch_size=len(data), max_batch_size=self.max_batch_size)
         self.last_report = report
-        if report.inputs > report.rejected_inputs:  # the model ran: how long a batch takes now
-            self.deadlines.observe(report.preprocess_ms + report.inference_ms + report.postprocess_ms)
         bodies = [self.respond(context, index, value) for index, value in enumerate(responses)]
         emit(getattr(context, "metrics", None), self.model_name, report)
+        # What the model ran on teaches the policy how long an input takes: the whole call,
+        # parsing and answering included, since a deadline is met or missed by all of it.
+        self.deadlines.observe(time.time() * 1000 - now_ms, report.inputs - report.rejected_inputs)
         return bodies
 
     # ---- pipeline ---------------------------------------------------------------

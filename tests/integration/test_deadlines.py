@@ -12,6 +12,7 @@ import pytest
 import requests
 
 from tests.integration.test_resnet_serving import digit_png
+from tsbatch.archive.package import private_store
 from tsbatch.server.process import TorchServe
 
 MODEL = "resnet18"
@@ -70,3 +71,36 @@ def test_a_deadline_that_is_no_number_is_a_400_for_that_request(server: TorchSer
     assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_deadline", (
         response.text
     )
+
+
+def test_a_default_budget_counts_from_the_proxy_s_arrival_stamp(start_server, tmp_path: Path) -> None:
+    """deadlineBudgetMs in config.properties reaches the worker through the archive: a request
+    the proxy stamped longer ago than the budget is shed, a fresh one, one without a stamp
+    and one with its own deadline are computed, and a stamp that is no time is a 400."""
+    properties, store = private_store(tmp_path / "serve", [MODEL], {MODEL: {"deadlineBudgetMs": 60_000}})
+    budget_server = start_server(store, [MODEL], source=properties)
+    now_ms = time.time() * 1000
+    stamps = {
+        "stale": {"X-Request-Start": f"t={(now_ms - 120_000) / 1000:.3f}"},  # nginx's ${msec}
+        "fresh": {"X-Request-Start": f"{now_ms:.0f}"},  # Heroku's milliseconds
+        "none": {},
+        "own deadline": {"X-Request-Start": "0.5", "X-Request-Deadline-Ms": f"{now_ms + 60_000:.0f}"},
+        "no time": {"X-Request-Start": "t=yesterday"},
+    }
+    statuses = {}
+    for name, extra in stamps.items():
+        headers = {**budget_server.headers("inference"), "Content-Type": "application/octet-stream", **extra}
+        response = requests.post(
+            f"{budget_server.url('inference')}/predictions/{MODEL}",
+            data=digit_png(7, 32),
+            headers=headers,
+            timeout=60,
+        )
+        statuses[name] = (response.status_code, response.json().get("error", {}).get("type"))
+    assert statuses == {
+        "stale": (503, "deadline_exceeded"),
+        "fresh": (200, None),
+        "none": (200, None),
+        "own deadline": (200, None),
+        "no time": (400, "invalid_deadline"),
+    }

@@ -24,17 +24,19 @@ from batchkit.protocols import InputSchema
 from tsbatch.archive import artifacts
 from tsbatch.archive.schema import Common, handler_values
 from tsbatch.config.findings import Problem
-from tsbatch.config.properties import WorkerKey
+from tsbatch.config.properties import SHARED_WORKER_KEYS, WorkerKey
 from tsbatch.workloads.workload import Workload
 
 # The handler config fields every build writes whatever the kind: the archive's files, the
-# gates' record and timings (tsbatch.archive.compiled) and, at packaging, the worker's threads.
+# gates' record and timings (tsbatch.archive.compiled) and, at packaging, the worker's
+# threads and default deadline budget.
 BUILD_FIELDS = frozenset(
     {
         "model_name",
         "model_file",
         "labels_file",
         "torch_threads",
+        "deadline_budget_ms",
         "compiled_models",
         "compiled_max_batch_size",
         "failed_gates",
@@ -69,6 +71,12 @@ class Kind:
     limits: Callable[[str, Any, int], list[Problem]]
     # The optional keys of its models= entry in config.properties that only its worker reads.
     worker_keys: tuple[WorkerKey, ...] = ()
+
+    @property
+    def all_worker_keys(self) -> tuple[WorkerKey, ...]:
+        """Every optional models= key its worker reads: those of every worker (the deadline
+        budget), then its own."""
+        return (*SHARED_WORKER_KEYS, *self.worker_keys)
 
     def exporter_module(self) -> ModuleType:
         return importlib.import_module(self.exporter)

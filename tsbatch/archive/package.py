@@ -28,6 +28,7 @@ from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest, parse_m
 from tsbatch.archive.schema import SERVING_KEYS
 from tsbatch.config.properties import (
     BATCH_KEYS,
+    QUEUE_KEY,
     PropertiesError,
     WorkerKey,
     archive_entry,
@@ -58,15 +59,15 @@ def archive_settings(
 
 
 def model_config(spec: ModelSpec, settings: dict[str, Any]) -> dict[str, Any]:
-    """The archive's model-config.yaml: the batch settings, and the export's handler config
-    with the threads, the decode settings and the serving-time keys, as the worker's config
-    type reads it."""
+    """The archive's model-config.yaml: the batch settings and queue size, and the export's
+    handler config with the threads, the decode settings, the deadline budget and the
+    serving-time keys, as the worker's config type reads it."""
     exported = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     exported["torch_threads"] = settings["torchThreads"]
-    exported.update({key.field: settings[key.name] for key in spec.kind.worker_keys if key.name in settings})
+    exported.update({k.field: settings[k.name] for k in spec.kind.all_worker_keys if k.name in settings})
     exported.update(spec.config.model_dump(include=set(SERVING_KEYS)))
     handler = to_mapping(from_mapping(spec.kind.config, exported))
-    config = {key: settings[key] for key in BATCH_KEYS}
+    config = {key: settings[key] for key in (*BATCH_KEYS, QUEUE_KEY) if key in settings}
     config["handler"] = handler
     return config
 
@@ -105,7 +106,7 @@ def package(
     """Build ``<model store>/<name>.mar`` unless the one there was built from the same inputs."""
     if not (spec.artifact_dir / artifacts.MODEL_FILE).exists():
         raise PackageError(f"{spec.name}: no exported model in {spec.artifact_dir}; run the export first")
-    settings = archive_settings(properties_path, spec.name, spec.kind.worker_keys)
+    settings = archive_settings(properties_path, spec.name, spec.kind.all_worker_keys)
     config = model_config(spec, settings)
     stamp = stamp_for(spec, config)
     mar_path = manifest.model_store / f"{spec.name}.mar"
@@ -149,7 +150,11 @@ def package(
         f"[package] {mar_path} (batchSize={settings['batchSize']}, "
         f"maxBatchDelay={settings['maxBatchDelay']}, workers={settings['minWorkers']}-"
         f"{settings['maxWorkers']}, torchThreads={settings['torchThreads']}"
-        + "".join(f", {k.name}={settings[k.name]}" for k in spec.kind.worker_keys if k.name in settings)
+        + "".join(
+            f", {key}={settings[key]}"
+            for key in (*(k.name for k in spec.kind.all_worker_keys), QUEUE_KEY)
+            if key in settings
+        )
         + ")"
     )
     return mar_path

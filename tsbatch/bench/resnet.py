@@ -64,9 +64,10 @@ def payload_images(count: int, shape: str, seed: int = 0) -> list[bytes]:
     return encoded_pictures("digit", [(side, side) for side in sides], "PNG", seed)
 
 
-def imagenet_spec(spec: ModelSpec, work: Path) -> ModelSpec:
+def imagenet_spec(spec: ModelSpec, work: Path, compiled: bool = True) -> ModelSpec:
     """Export an ImageNet-shaped model of ``spec``'s architecture with random weights (timing
-    only) into ``work``."""
+    only) into ``work``; without ``compiled``, TorchScript fp32 alone (seconds instead of
+    minutes of compiling)."""
     from tsbatch.kinds.image.export import export
 
     weights = work / "random-init-benchmark-only.pth"
@@ -74,7 +75,8 @@ def imagenet_spec(spec: ModelSpec, work: Path) -> ModelSpec:
     architecture = spec.entry_as(ImageModel).architecture
     torch.save(torchvision.models.get_model(architecture).state_dict(), weights)
     # Random weights answer noise: record the gates but keep every candidate, for timing.
-    compile_section = {"targets": "host", "torchscript_precisions": "host", "enforce_gates": False}
+    host: str | tuple[str, ...] = "host" if compiled else ()
+    compile_section = {"targets": host, "torchscript_precisions": host, "enforce_gates": False}
     bench_spec = replace(spec.with_settings(compile=compile_section), build_dir=work / "build")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

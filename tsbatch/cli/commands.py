@@ -179,6 +179,15 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                         "tsbatch.bench.resnet:main",
                     ),
                     Command(
+                        "overload",
+                        "the ResNet at 0.5x-2x its capacity, deadline shedding off and on: goodput and p99",
+                        (
+                            "tsbatch bench overload --p99-ms 300 --seconds 20",
+                            "tsbatch bench overload --quick",
+                        ),
+                        "tsbatch.bench.overload:main",
+                    ),
+                    Command(
                         "multi-input",
                         "images/s with several images per request vs one, same server",
                         ("tsbatch bench multi-input --per-request 8 --clients 16 --duration 15",),

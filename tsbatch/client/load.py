@@ -22,7 +22,7 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -32,6 +32,8 @@ from tsbatch.sla.percentile import percentile
 
 NO_ANSWER = 0  # the status of a request that got no HTTP answer (timeout, connection error, cap full)
 ResponseCheck = Callable[[int, bytes], str | None]
+# The headers one request carries beside the fixed ones, from when it was due (epoch seconds).
+PerRequestHeaders = Callable[[float], Mapping[str, str]]
 CLIENT_ERRORS = (TimeoutError, OSError, EOFError, ValueError, IndexError, asyncio.LimitOverrunError)
 
 
@@ -173,7 +175,8 @@ class LoadDriver:
 
     ``content_types`` is one type for every body or one per body; ``check`` judges each
     answer (a problem text, or None when it passed); ``model`` labels the records (default:
-    the URL's last path segment, as in ``/predictions/<model>``).
+    the URL's last path segment, as in ``/predictions/<model>``); ``per_request`` adds headers
+    that depend on when each request was due (a deadline counted from it, say).
     """
 
     def __init__(
@@ -187,6 +190,7 @@ class LoadDriver:
         check: ResponseCheck = expect_ok,
         request_timeout_s: float = 30.0,
         max_in_flight: int = 256,
+        per_request: PerRequestHeaders | None = None,
     ) -> None:
         if not bodies:
             raise ValueError("no request bodies to send")
@@ -194,6 +198,7 @@ class LoadDriver:
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
         self.model = model or parts.path.rstrip("/").rsplit("/", 1)[-1]
         self.check, self.request_timeout_s, self.max_in_flight = check, request_timeout_s, max_in_flight
+        self.per_request = per_request
         types = [content_types] * len(bodies) if isinstance(content_types, str) else content_types
         fixed = f"POST {parts.path or '/'} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n" + "".join(
             f"{name}: {value}\r\n" for name, value in (headers or {}).items()
@@ -217,6 +222,16 @@ class LoadDriver:
         key = problem[:80]
         self.problems[key] = self.problems.get(key, 0) + 1
 
+    def message(self, index: int, due_epoch: float) -> bytes:
+        """Request ``index``'s bytes, with its per-request headers (when set) spliced in after
+        the request line: only those are built per request, the rest was built once."""
+        message = self.messages[index % len(self.messages)]
+        if self.per_request is None:
+            return message
+        extra = "".join(f"{name}: {value}\r\n" for name, value in self.per_request(due_epoch).items())
+        cut = message.index(b"\r\n") + 2
+        return message[:cut] + extra.encode() + message[cut:]
+
     async def send(self, connection: Connection, index: int, due: float | None = None) -> None:
         """One request; ``due`` (perf_counter) is when the open loop meant to send it."""
         begin = time.perf_counter() if due is None else due
@@ -224,7 +239,7 @@ class LoadDriver:
         status, body = NO_ANSWER, b""
         try:
             status, body = await asyncio.wait_for(
-                connection.request(self.messages[index % len(self.messages)]), self.request_timeout_s
+                connection.request(self.message(index, start)), self.request_timeout_s
             )
             problem = self.check(status, body)
         except CLIENT_ERRORS as exc:

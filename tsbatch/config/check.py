@@ -27,13 +27,17 @@ from tsbatch.config.properties import (
     ADDRESS_KEYS,
     ARCHIVE_KEYS,
     BATCH_KEYS,
+    QUEUE_KEY,
+    SHARED_WORKER_KEYS,
     PropertiesError,
     WorkerKey,
     load_models,
     model_settings,
+    queue_problem,
     read_properties,
 )
-from tsbatch.paths import DEFAULT_PROPERTIES
+from tsbatch.config.queue import sized_queues
+from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, TUNE_DIR
 
 # Keys TorchServe 0.12's ConfigManager reads (anything else is silently ignored).
 TORCHSERVE_KEYS = {
@@ -70,7 +74,7 @@ Keys = dict[str, WorkerKey]
 def worker_keys(manifest: Manifest | None) -> Keys:
     """The models= keys the kinds' workers read: the manifest's kinds', else every installed kind's."""
     kinds = [spec.kind for spec in manifest.models.values()] if manifest else installed_kinds().values()
-    return {key.name: key for kind in kinds for key in kind.worker_keys}
+    return {key.name: key for kind in kinds for key in kind.all_worker_keys}
 
 
 def _suggest(name: str, known: set[str]) -> str:
@@ -248,6 +252,9 @@ def check_models(values: dict[str, str], keys: Keys) -> tuple[list[Problem], dic
         for name, why in ((name, keys[name].problem(entry[name])) for name in keys if name in entry):
             if why:
                 problems.append(Problem("error", f"{where}.{name}", why + "."))
+        queue = queue_problem(entry)
+        if queue:
+            problems.append(Problem("error", f"{where}.{QUEUE_KEY}", queue + "."))
         # A worker decodes a batch, then runs the model: its busiest moment takes the larger pool.
         busiest = max(ints.get(name, 1) for name in pools)
         total_threads += ints.get("maxWorkers", 1) * busiest
@@ -294,17 +301,21 @@ def check_archives(settings: dict[str, dict[str, Any]], model_store: Path, keys:
             continue
         baked = archive_model_config(mar)
         handler = baked.get("handler") or {}
-        # The worker keys of a model whose worker reads them (its kind's), defaults included.
-        read = {k: entry.get(k, key.default) for k, key in keys.items() if key.field in handler}
+        # The worker keys its worker reads (every worker's, and its kind's), defaults included:
+        # an archive built before a shared key existed runs at that key's default.
+        shared = {key.name for key in SHARED_WORKER_KEYS}
+        read = {
+            k: entry.get(k, key.default) for k, key in keys.items() if key.field in handler or k in shared
+        }
         expected = {
-            **{k: entry.get(k) for k in BATCH_KEYS},
+            **{k: entry.get(k) for k in (*BATCH_KEYS, QUEUE_KEY)},
             "torchThreads": entry.get("torchThreads"),
             **read,
         }
         found = {
-            **{k: baked.get(k) for k in BATCH_KEYS},
+            **{k: baked.get(k) for k in (*BATCH_KEYS, QUEUE_KEY)},
             "torchThreads": handler.get("torch_threads"),
-            **{k: handler.get(keys[k].field) for k in read},
+            **{k: handler.get(keys[k].field, keys[k].default) for k in read},
         }
         differing = [k for k in expected if expected[k] != found[k]]
         if differing:
@@ -326,11 +337,16 @@ def check(
     properties_path: Path = DEFAULT_PROPERTIES,
     manifest: Manifest | None = None,
     include_archives: bool = True,
+    tune_dir: Path | None = None,
+    sla_file: Path = DEFAULT_SLA_FILE,
 ) -> list[Problem]:
+    """Every finding; with ``tune_dir`` (the tuner's reports) the job queues are sized too."""
     values, keys = read_properties(properties_path), worker_keys(manifest)
     problems = check_properties(values, properties_path.resolve().parent)
     model_problems, settings = check_models(values, keys)
     problems += model_problems
+    if tune_dir is not None:
+        problems += sized_queues(values, settings, tune_dir, sla_file)
     store = (
         manifest.model_store
         if manifest
@@ -346,7 +362,9 @@ def check(
     return problems
 
 
-def check_files(properties_path: Path, manifest_path: Path, include_archives: bool = True) -> list[Problem]:
+def check_files(
+    properties_path: Path, manifest_path: Path, include_archives: bool = True, tune_dir: Path | None = None
+) -> list[Problem]:
     """:func:`check` of both files as ``make check-config`` reads them: a manifest the build
     would refuse is an error of its own, and config.properties is then checked alone."""
     try:
@@ -354,7 +372,7 @@ def check_files(properties_path: Path, manifest_path: Path, include_archives: bo
         problems = []
     except ManifestError as exc:
         manifest, problems = None, [Problem("error", "manifest", str(exc))]
-    return problems + check(properties_path, manifest, include_archives)
+    return problems + check(properties_path, manifest, include_archives, tune_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -365,8 +383,14 @@ def main(argv: list[str] | None = None) -> int:
     add_manifest_arguments(parser, choose_models=False)
     parser.add_argument("--no-archives", action="store_true", help="check the file only")
     parser.add_argument("--strict", action="store_true", help="warnings fail too")
+    parser.add_argument(
+        "--tune-reports",
+        type=Path,
+        default=TUNE_DIR,
+        help="the tuner's reports, whose measured throughput sizes each job queue to its SLA (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
-    problems = check_files(args.properties, args.manifest, not args.no_archives)
+    problems = check_files(args.properties, args.manifest, not args.no_archives, args.tune_reports)
     for problem in problems:
         print(problem)
     errors = [p for p in problems if p.severity == "error"]

@@ -141,7 +141,7 @@ def loaded_models(
 def worker_settings(settings: dict[str, dict[str, Any]], manifest: Manifest) -> list[Problem]:
     """A kind's worker keys (the image kind's decode pool) only on a model whose worker reads
     them (its kind's config has their fields)."""
-    keys = {key.name: key for spec in manifest.models.values() for key in spec.kind.worker_keys}
+    keys = {key.name: key for spec in manifest.models.values() for key in spec.kind.all_worker_keys}
     problems = []
     for name, entry in settings.items():
         if name not in manifest.models:

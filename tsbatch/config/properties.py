@@ -19,6 +19,11 @@ BATCH_KEYS = ("minWorkers", "maxWorkers", "batchSize", "maxBatchDelay", "respons
 # What each archive repeats from its models= entry: TorchServe's batch keys and the
 # toolkit's torchThreads. Every one is required: TorchServe would let the archive win.
 ARCHIVE_KEYS = (*BATCH_KEYS, "torchThreads")
+# TorchServe 0.12 reads a model's queue size from its archive's model-config.yaml only (in
+# models= it ignores the key): the build bakes the entry's value in, and a model without one
+# queues up to job_queue_size (TorchServe's default when that is unset too).
+QUEUE_KEY = "jobQueueSize"
+DEFAULT_JOB_QUEUE_SIZE = 100
 # TorchServe's three APIs and the keys that hold their addresses.
 ADDRESS_KEYS = {
     "inference": "inference_address",
@@ -185,7 +190,43 @@ def archive_entry(
         problem = key.problem(entry[key.name]) if key.name in entry else None
         if problem:
             raise PropertiesError(f"models.{model}.{key.name}: {problem}")
-    return {key: entry[key] for key in (*ARCHIVE_KEYS, *(k.name for k in worker_keys)) if key in entry}
+    problem = queue_problem(entry)
+    if problem:
+        raise PropertiesError(f"models.{model}.{QUEUE_KEY}: {problem}")
+    names = (*ARCHIVE_KEYS, *(k.name for k in worker_keys), QUEUE_KEY)
+    return {key: entry[key] for key in names if key in entry}
+
+
+def whole_number_problem(least: int) -> Callable[[Any], str | None]:
+    """The check of a setting that must be a whole number of at least ``least``."""
+
+    def problem(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            return f"must be a whole number of at least {least}, got {value!r}"
+        return None
+
+    return problem
+
+
+def queue_problem(entry: Mapping[str, Any]) -> str | None:
+    """What is wrong with a model entry's jobQueueSize, or None (absent: nothing)."""
+    return whole_number_problem(1)(entry[QUEUE_KEY]) if QUEUE_KEY in entry else None
+
+
+def queue_size(properties: Mapping[str, str], entry: Mapping[str, Any]) -> int:
+    """The most requests the model's queue holds: its entry's jobQueueSize, else job_queue_size."""
+    if isinstance(entry.get(QUEUE_KEY), int):
+        return int(entry[QUEUE_KEY])
+    text = properties.get("job_queue_size", "").strip()
+    return int(text) if text.isdigit() else DEFAULT_JOB_QUEUE_SIZE
+
+
+# The deadline budget every kind's worker reads (batchkit.deadlines; 0: off), counted from the
+# arrival stamp a proxy sets; each kind's own keys come after it (Kind.all_worker_keys).
+DEADLINE_BUDGET = WorkerKey(
+    "deadlineBudgetMs", "deadline_budget_ms", 0, whole_number_problem(0), "deadline budget"
+)
+SHARED_WORKER_KEYS = (DEADLINE_BUDGET,)
 
 
 def format_models(document: dict[str, Any]) -> str:

@@ -187,3 +187,25 @@ def test_background_load_runs_until_the_block_ends(url: str) -> None:
     assert {r.status for r in load.records} == {200, 503}
     assert all(isinstance(r, Record) for r in load.records)
     assert all(r.body == b'{"code": 503}' for r in load.records if r.status == 503)
+
+
+def test_per_request_headers_are_built_from_each_request_s_due_time(url: str) -> None:
+    asked: list[float] = []
+
+    def deadline(due_epoch: float) -> dict[str, str]:
+        asked.append(due_epoch)
+        return {"X-Request-Deadline-Ms": f"{due_epoch * 1000 + 300:.0f}"}
+
+    driver = LoadDriver(url, [b"a"], headers={"Authorization": "Bearer k"}, per_request=deadline)
+    head, _, body = driver.message(0, 1_700_000_000.0).partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"POST /predictions/m HTTP/1.1" and body == b"a"
+    assert lines[1] == b"X-Request-Deadline-Ms: 1700000000300"
+    assert b"Authorization: Bearer k" in lines and b"Content-Length: 1" in lines
+    assert LoadDriver(url, [b"a"]).message(0, 0.0) == LoadDriver(url, [b"a"]).messages[0]
+
+    asked.clear()
+    result = driver.run(LoadSpec(rate_rps=50, measure_s=0.4))
+    assert result.records and all(r.ok for r in result.records)
+    assert len(asked) == len(result.records) and len(set(asked)) == len(asked), "one per request"
+    assert sorted(asked) == pytest.approx(sorted(r.start for r in result.records), abs=0.01)

@@ -91,3 +91,24 @@ def test_decode_settings_are_checked_and_counted_with_the_other_models_threads(t
     update_model_settings(path, "resnet18", {"decodePath": "tensor", "decodeThreads": os.cpu_count() or 1})
     found = messages(check(path, include_archives=False))
     assert any("max(torchThreads, decodeThreads)" in m and "cores" in m for m in found), found
+
+
+def test_the_queue_size_and_deadline_budget_are_baked_and_checked_against_the_archive(tmp_path: Path) -> None:
+    """TorchServe reads a model's jobQueueSize from its archive only, and the budget is the
+    worker's: check-config compares both with the archive, and their values are checked."""
+    path = copy_config(tmp_path)
+    store = tmp_path / "model-store"
+    baked = {"minWorkers": 1, "maxWorkers": 1, "batchSize": 8, "maxBatchDelay": 10, "responseTimeout": 60}
+    write_archive(store, "resnet18", {**baked, "handler": {"torch_threads": 1, "decode_threads": 1}})
+    write_archive(store, "bert_intent", {**baked, "maxBatchDelay": 5, "handler": {"torch_threads": 1}})
+    update_model_settings(path, "resnet18", {"jobQueueSize": 16, "deadlineBudgetMs": 800})
+    found = messages(check(path))
+    assert len(found) == 1, found
+    assert "jobQueueSize: archive None vs config.properties 16" in found[0]
+    assert "deadlineBudgetMs: archive 0 vs config.properties 800" in found[0]
+    handler = {"torch_threads": 1, "decode_threads": 1, "deadline_budget_ms": 800}
+    write_archive(store, "resnet18", {**baked, "jobQueueSize": 16, "handler": handler})
+    assert check(path) == []
+    update_model_settings(path, "bert_intent", {"deadlineBudgetMs": -1})
+    found = messages(check(path, include_archives=False))
+    assert any("models.bert_intent.deadlineBudgetMs" in m and "at least 0" in m for m in found), found

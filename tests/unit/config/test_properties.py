@@ -99,7 +99,7 @@ def test_model_settings_edits_and_reads_the_default_version() -> None:
 def test_an_archive_entry_needs_every_baked_key_as_check_config_says() -> None:
     import json
 
-    from tsbatch.config.properties import PropertiesError, archive_entry
+    from tsbatch.config.properties import SHARED_WORKER_KEYS, PropertiesError, archive_entry
     from tsbatch.kinds.image.kind import DECODE_KEYS
 
     def models(entry: dict[str, int]) -> dict[str, str]:
@@ -123,3 +123,22 @@ def test_an_archive_entry_needs_every_baked_key_as_check_config_says() -> None:
     assert "decodeThreads" not in archive_entry(decoding, "m")  # a kind without the key
     with pytest.raises(PropertiesError, match="decodePath: must be one of auto, pil, tensor"):
         archive_entry(models({**full, "torchThreads": 1, "decodePath": "fast"}), "m", DECODE_KEYS)
+    serving = models({**full, "torchThreads": 1, "jobQueueSize": 12, "deadlineBudgetMs": 500})
+    assert archive_entry(serving, "m", SHARED_WORKER_KEYS) == {
+        **full,
+        "torchThreads": 1,
+        "jobQueueSize": 12,
+        "deadlineBudgetMs": 500,
+    }
+    with pytest.raises(PropertiesError, match="jobQueueSize: must be a whole number of at least 1"):
+        archive_entry(models({**full, "torchThreads": 1, "jobQueueSize": 0}), "m")
+    with pytest.raises(PropertiesError, match="deadlineBudgetMs: must be a whole number of at least 0"):
+        archive_entry(models({**full, "torchThreads": 1, "deadlineBudgetMs": -1}), "m", SHARED_WORKER_KEYS)
+
+
+def test_a_model_s_queue_is_its_own_size_else_the_server_s_else_torchserve_s_default() -> None:
+    from tsbatch.config.properties import DEFAULT_JOB_QUEUE_SIZE, queue_size
+
+    assert queue_size({"job_queue_size": "64"}, {"jobQueueSize": 12}) == 12
+    assert queue_size({"job_queue_size": "64"}, {}) == 64
+    assert queue_size({}, {}) == DEFAULT_JOB_QUEUE_SIZE == 100

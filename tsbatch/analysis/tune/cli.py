@@ -48,21 +48,19 @@ from batchkit.candidates import ServingCandidate
 from tsbatch.analysis.options import int_list
 from tsbatch.analysis.tune.mar import MarInfo, models_entry_base, read_mar, repackage
 from tsbatch.analysis.tune.point import EveryPointFails, ManifestPointRunner, MarPointRunner, PointRunner
-from tsbatch.analysis.tune.report import ModelReport, finish, report_model, winner_settings
+from tsbatch.analysis.tune.report import ModelReport, finish, recommended_settings, report_model
 from tsbatch.analysis.tune.search import FULL_LOAD, FULL_SPACE, QUICK_LOAD, QUICK_SPACE, SearchSpace, search
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.variants import default_variant, variant_spec
 from tsbatch.client.load import LoadSpec
 from tsbatch.config.properties import archive_entry, model_settings, read_properties
-from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, REPORTS_DIR
+from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, TUNE_DIR
 from tsbatch.server.apply import ApplyError, apply_settings
 from tsbatch.server.apply_plan import LiveSettings
 from tsbatch.server.process import TorchServe
 from tsbatch.sla.profiles import Sla, add_target_options, option_targets, slas_for
 from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
 from tsbatch.workloads.traffic import Traffic, traffic_for
-
-DEFAULT_OUT = REPORTS_DIR / "tune"
 
 
 def display_path(path: Path) -> str:
@@ -114,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--apply-live", nargs="?", type=Path, const=REPO_ROOT / ".serve", metavar="RUN_DIR",
                         help="also serve the winners on the running server of RUN_DIR (default .serve) with "
                         "`tsbatch apply`, no request failed, and write them into config.properties")  # fmt: skip
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--out", type=Path, default=TUNE_DIR)
     parser.add_argument("--build-dir", type=Path, help="where the exported models are (default: build/)")
     parser.add_argument(
         "--variant",
@@ -188,7 +186,7 @@ def write_winning_archive(mar: MarInfo, report: ModelReport, out: Path) -> None:
     """The winner packaged into the archive: TorchServe lets its model-config.yaml win over models=."""
     if report.selection.winner is None:
         return
-    path = repackage(mar, out / mar.path.name, winner_settings(report.selection.winner))
+    path = repackage(mar, out / mar.path.name, recommended_settings(report))
     print(f"[tune] the winner's archive (its model-config.yaml carries the settings): {display_path(path)}")
 
 

@@ -7,6 +7,7 @@ Also the exit status: 0 when every model has a winner, 2 when some model has non
 from __future__ import annotations
 
 import csv
+import math
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -16,7 +17,7 @@ from typing import Any
 
 from tsbatch.analysis.selection import Selection, TunePoint, batch_one_baseline, select_configuration
 from tsbatch.analysis.tune.search import TUNED_KEYS
-from tsbatch.config.properties import parse_entries, settings_for, update_model_settings
+from tsbatch.config.properties import QUEUE_KEY, parse_entries, settings_for, update_model_settings
 from tsbatch.sla.profiles import Sla
 
 CSV_FIELDS = [f.name for f in fields(TunePoint)] + ["meets_sla", "winner", "verdict"]
@@ -108,7 +109,7 @@ def recommended_entry(properties: Path, reports: Sequence[ModelReport]) -> str:
         shutil.copy(properties, copy)
         for report in reports:
             if report.selection.winner is not None:
-                update_model_settings(copy, report.model, winner_settings(report.selection.winner))
+                update_model_settings(copy, report.model, recommended_settings(report))
         text = copy.read_text()
     lines = text.splitlines(keepends=True)
     entry = next(e for e in parse_entries(text) if e.key == "models")
@@ -117,6 +118,21 @@ def recommended_entry(properties: Path, reports: Sequence[ModelReport]) -> str:
 
 def winner_settings(point: TunePoint) -> dict[str, int]:
     return settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
+
+
+def queue_size_for(throughput_rps: float, p99_ms: float, batch_size: int) -> int:
+    """The job queue that drains within the p99 target at ``throughput_rps``, rounded down,
+    and never below one batch: a request queued behind more is answered late anyway."""
+    return max(batch_size, math.floor(throughput_rps * p99_ms / 1000))
+
+
+def recommended_settings(report: ModelReport) -> dict[str, int]:
+    """The winner's settings and the job queue its measured throughput drains within the SLA."""
+    winner = report.selection.winner
+    if winner is None:
+        return {}
+    queue = queue_size_for(winner.throughput_rps, report.sla.p99_ms, winner.batch_size)
+    return {**winner_settings(winner), QUEUE_KEY: queue}
 
 
 def render_summary(reports: Sequence[ModelReport], meta: dict[str, Any], entry: str) -> str:
@@ -151,9 +167,12 @@ def render_summary(reports: Sequence[ModelReport], meta: dict[str, Any], entry: 
                 lines.append(
                     "\nNo batch-size-1 configuration met the SLA: batching is what makes it reachable."
                 )
-            current = {k: report.current.get(k) for k in TUNED_KEYS}
+            current = {k: report.current.get(k) for k in (*TUNED_KEYS, QUEUE_KEY)}
+            lines.append(f"\nconfig.properties now: {current}; recommended: {recommended_settings(report)}")
             lines.append(
-                f"\nconfig.properties now: {current}; recommended: {winner_settings(selection.winner)}"
+                f"\n{QUEUE_KEY} = measured throughput x p99 target ({selection.winner.throughput_rps:.1f} rps x "
+                f"{sla.p99_ms:g} ms, at least the batch size): a request queued behind more would be answered "
+                "late anyway, and past it the frontend answers 503 at once."
             )
         lines += [
             "",
@@ -217,8 +236,8 @@ def finish(
     if apply_to is not None:
         for report in reports:
             if report.selection.winner is not None:
-                update_model_settings(apply_to, report.model, winner_settings(report.selection.winner))
-                log(f"[tune] applied {report.model} {winner_settings(report.selection.winner)} to {apply_to}")
+                update_model_settings(apply_to, report.model, recommended_settings(report))
+                log(f"[tune] applied {report.model} {recommended_settings(report)} to {apply_to}")
         log("[tune] rebuild the archives with `make archive` (TorchServe lets the archive's settings win)")
     log(f"[tune] recommended models= entry:\n{entry}")
     log(

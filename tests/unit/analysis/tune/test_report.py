@@ -86,6 +86,10 @@ def test_a_winner_is_reported_written_and_applied_with_comments_kept(tmp_path: P
     assert "3.89x the throughput of the best batch-size-1 configuration" in summary
     assert '"batchSize": 8' in (tmp_path / "recommended.properties").read_text()
     assert any("lost   b1 d10 w1    meets the SLA but slower" in line for line in lines)
+    # The queue its throughput drains within the p99 target: 350 rps x 0.6 s.
+    assert settings["resnet18"]["jobQueueSize"] == 210
+    assert '"jobQueueSize": 210' in (tmp_path / "recommended.properties").read_text()
+    assert "jobQueueSize = measured throughput x p99 target (350.0 rps x 600 ms" in summary
 
 
 def test_no_configuration_meeting_the_sla_says_so_and_exits_non_zero(tmp_path: Path) -> None:

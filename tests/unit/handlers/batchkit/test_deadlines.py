@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from batchkit.deadlines import DEADLINE_HEADER, DeadlinePolicy, deadline_of, shed_error
+from batchkit.deadlines import (
+    ARRIVAL_HEADER,
+    DEADLINE_HEADER,
+    RELEARN_AFTER_MS,
+    SPREAD_MARGIN,
+    DeadlinePolicy,
+    arrival_of,
+    deadline_of,
+    shed_error,
+)
+from batchkit.errors import RequestError
 
 NOW = 1_800_000_000_000.0  # Unix ms
 
@@ -36,14 +46,73 @@ def test_a_deadline_the_batch_cannot_meet_is_shed_and_one_it_can_is_kept() -> No
     assert shed_error(NOW + 30, NOW, expected_batch_ms=20) is None
 
 
-def test_the_policy_learns_the_batch_time_and_a_first_batch_sheds_only_the_late() -> None:
+def deadline_in(ms: float) -> dict[str, str]:
+    return {DEADLINE_HEADER: str(NOW + ms)}
+
+
+def test_the_policy_learns_the_time_of_an_input_and_a_first_batch_sheds_only_the_late() -> None:
     policy = DeadlinePolicy()
-    headers = {DEADLINE_HEADER: str(NOW + 50)}
-    assert policy.verdict(headers, NOW) is None  # nothing measured yet: only a passed deadline sheds
-    assert policy.verdict({}, NOW) is None
-    policy.observe(100.0)
-    assert policy.expected_batch_ms == 100.0
-    verdict = policy.verdict(headers, NOW)
+    first = policy.verdicts([deadline_in(50), {}, deadline_in(-1)], NOW)  # nothing measured yet
+    assert [verdict is None for verdict in first] == [True, True, False]
+    policy.observe(400.0, inputs=4)
+    assert policy.expected_input_ms == 100.0
+    (verdict,) = policy.verdicts([deadline_in(50)], NOW)
     assert verdict is not None and verdict.code == "deadline_exceeded"
-    policy.observe(0.0)  # one fast batch moves the estimate, it does not reset it
-    assert 0 < policy.expected_batch_ms < 100
+    policy.observe(0.0, inputs=2)  # one fast batch moves the mean, it does not reset it,
+    assert (policy.mean_input_ms, policy.deviation_ms) == (80.0, 20.0)
+    assert policy.expected_input_ms == 80.0 + SPREAD_MARGIN * 20.0  # and widens the margin
+    policy.observe(1000.0, inputs=0)  # nothing computed: nothing learnt
+    assert policy.batches_seen == 2
+
+
+def test_the_latest_due_are_kept_while_the_growing_batch_still_meets_each_deadline() -> None:
+    """At 100 ms an input, one request without a deadline is computed anyway: a second input
+    ends at 200 ms, a third at 300 ms. The 1000 ms and 300 ms deadlines fit; the 250 ms one
+    would need a 400 ms batch, and the 120 ms one is shed though alone it would have fit."""
+    policy = DeadlinePolicy()
+    policy.observe(100.0, inputs=1)
+    headers = [deadline_in(120), {}, deadline_in(1000), deadline_in(250), deadline_in(300)]
+    verdicts = policy.verdicts(headers, NOW)
+    assert [verdict is None for verdict in verdicts] == [False, True, True, False, True]
+    shed = verdicts[3]
+    assert shed is not None and "250 ms away" in shed.message and "about 400 ms" in shed.message
+
+
+def test_a_default_budget_counts_from_the_proxy_s_arrival_stamp_in_any_unit() -> None:
+    arrival_s = NOW / 1000 - 0.2  # stamped 200 ms ago
+    for stamp in (f"t={arrival_s:.3f}", f"{arrival_s * 1000:.0f}", f"t={arrival_s * 1e6:.0f}"):
+        deadline = deadline_of({"x-request-start": stamp}, budget_ms=500)
+        assert deadline == pytest.approx(NOW + 300, abs=1), stamp
+    assert arrival_of({ARRIVAL_HEADER: f"{arrival_s * 1e9:.0f}"}) == pytest.approx(NOW - 200, abs=1)
+    assert deadline_of({ARRIVAL_HEADER: f"{arrival_s * 1000:.0f}"}) is None, "no budget: no deadline"
+    assert deadline_of({}, budget_ms=500) is None, "no stamp: the budget cannot apply"
+    explicit = {**deadline_in(50), ARRIVAL_HEADER: f"{arrival_s * 1000:.0f}"}
+    assert deadline_of(explicit, budget_ms=500) == NOW + 50, "the client's own deadline wins"
+
+
+def test_a_stamp_that_is_no_time_is_a_400_naming_the_header() -> None:
+    error = deadline_of({ARRIVAL_HEADER: "t=yesterday"}, budget_ms=500)
+    assert isinstance(error, RequestError) and (error.status, error.code) == (400, "invalid_deadline")
+    assert ARRIVAL_HEADER in error.message and "t=" in error.message
+
+
+def test_a_budget_sheds_a_request_that_waited_it_out() -> None:
+    policy = DeadlinePolicy(budget_ms=300)
+    stamped = {ARRIVAL_HEADER: f"t={(NOW - 400) / 1000:.3f}"}
+    (verdict,) = policy.verdicts([stamped], NOW)
+    assert verdict is not None and "passed 100 ms" in verdict.message
+
+
+def test_after_a_second_of_shedding_everything_the_latest_due_in_time_is_computed_to_measure_again() -> None:
+    """One slow spell inflates the prediction; only computed batches correct it, so a worker
+    that would shed every request for good computes one now and then."""
+    policy = DeadlinePolicy()
+    policy.observe(5000.0, inputs=1)
+    assert policy.verdicts([deadline_in(300), deadline_in(200)], NOW)[0] is None, "computed: measure again"
+    assert all(policy.verdicts([deadline_in(300)], NOW + 100)), "just computed one: shed"
+    later = NOW + RELEARN_AFTER_MS
+    verdicts = policy.verdicts(
+        [{DEADLINE_HEADER: str(later - 1)}, {DEADLINE_HEADER: str(later + 300)}], later
+    )
+    assert [verdict is None for verdict in verdicts] == [False, True], "only one still in time"
+    assert all(policy.verdicts([{DEADLINE_HEADER: str(later + 300)}], later + 500))
