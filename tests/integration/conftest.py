@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,9 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServ
 
     try:
         yield start
-    finally:
-        for server in started:
-            server.stop()
+    finally:  # each stop waits for its process group to exit: all at once, not one after another
+        with ThreadPoolExecutor(max_workers=max(len(started), 1)) as pool:
+            list(pool.map(TorchServe.stop, started))
 
 
 @pytest.fixture(scope="session")
