@@ -26,7 +26,9 @@ def server(start_server, model_store: Path) -> TorchServe:
     return start_server(model_store, models=[MODEL], model_overrides=BATCHING)
 
 
-def test_expired_on_time_and_no_deadline_in_one_batch(server: TorchServe) -> None:
+def send_trio(server: TorchServe) -> tuple[dict[str, requests.Response], dict[str, float]]:
+    """An expired, an on-time and a deadline-free request at once; their answers and the
+    counters' rise."""
     url = f"{server.url('inference')}/predictions/{MODEL}"
     now_ms = time.time() * 1000
     deadlines = {"expired": now_ms - 5000, "on time": now_ms + 120_000, "none": None}
@@ -38,25 +40,33 @@ def test_expired_on_time_and_no_deadline_in_one_batch(server: TorchServe) -> Non
             headers["X-Request-Deadline-Ms"] = f"{deadline:.0f}"
         answers[name] = requests.post(url, data=digit_png(7, 32), headers=headers, timeout=60)
 
-    before = server.model_counters(MODEL, COUNTED)
+    before = server.settled_counters(MODEL, COUNTED)
     threads = [threading.Thread(target=send, args=item) for item in deadlines.items()]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     after = server.settled_counters(
-        MODEL, COUNTED, at_least={"BatchedRequestsTotal": before["BatchedRequestsTotal"] + 3}
+        MODEL, COUNTED, at_least={"BatchedRequestsTotal": before.get("BatchedRequestsTotal", 0.0) + 3}
     )
+    return answers, {name: after.get(name, 0.0) - before.get(name, 0.0) for name in COUNTED}
 
-    expired = answers["expired"]
-    assert expired.status_code == 503, expired.text
-    assert expired.json()["error"]["type"] == "deadline_exceeded", expired.text
-    assert "passed" in expired.json()["error"]["message"] and expired.headers.get("Retry-After") == "1"
-    for name in ("on time", "none"):
-        assert answers[name].status_code == 200, answers[name].text
-        assert answers[name].json()["predictions"][0]["label"] == "7"
-    assert after["ShedRequestsTotal"] - before["ShedRequestsTotal"] == 1
-    assert after["BatchesTotal"] - before["BatchesTotal"] == 1, "the three came in one batch"
+
+def test_expired_on_time_and_no_deadline_in_one_batch(server: TorchServe) -> None:
+    # The frontend forms the batch, not the handler: a trio it happens to split is sent again.
+    for _ in range(3):
+        answers, rise = send_trio(server)
+        expired = answers["expired"]
+        assert expired.status_code == 503, expired.text
+        assert expired.json()["error"]["type"] == "deadline_exceeded", expired.text
+        assert "passed" in expired.json()["error"]["message"] and expired.headers.get("Retry-After") == "1"
+        for name in ("on time", "none"):
+            assert answers[name].status_code == 200, answers[name].text
+            assert answers[name].json()["predictions"][0]["label"] == "7"
+        assert rise["ShedRequestsTotal"] == 1
+        if rise["BatchesTotal"] == 1:
+            return
+    pytest.fail(f"the three never came in one batch: {rise}")
 
 
 def test_a_deadline_that_is_no_number_is_a_400_for_that_request(server: TorchServe) -> None:
