@@ -63,6 +63,7 @@ class ImageClassifierHandler(BatchHandler[ImageModelConfig]):
             **super().describe(),
             "decode_path": self.decoder.path,
             "decode_threads": self.decoder.pool.threads,
+            "reduced_decode": self.decoder.reduced,
         }
 
     def warmup_items(self, count: int) -> list[torch.Tensor]:

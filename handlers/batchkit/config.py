@@ -62,6 +62,18 @@ class ModelConfig:
     timings_ms: BuildTimings = field(default_factory=BuildTimings)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReducedDecodeGate:
+    """The build's check of reduced-size JPEG decoding (``batchkit.reduced``) on this model
+    and real photos: top-1 agreement with reference decoding and the largest class
+    probability difference; ``passed`` is what ``reducedDecode: auto`` serves by."""
+
+    passed: bool = False
+    photos: int = 0
+    top1_agreement: float = 0.0
+    max_probability_difference: float = 0.0
+
+
 ConfigT = TypeVar("ConfigT", bound=ModelConfig)
 SectionT = TypeVar("SectionT")
 
@@ -88,6 +100,10 @@ class ImageModelConfig(ModelConfig):
     # chooses). Both come from the model's decodeThreads/decodePath in config.properties.
     decode_threads: int = 1
     decode_path: str = "auto"
+    # JPEGs decoded at a reduced DCT scale (batchkit.reduced): auto (on when the build's
+    # gate passed), on or off (bit-exact reference preprocessing); the model's reducedDecode.
+    reduced_decode: str = "auto"
+    reduced_decode_gate: ReducedDecodeGate = field(default_factory=ReducedDecodeGate)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import logging
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ from batchkit.batching import decode_each
 from batchkit.config import ImageModelConfig
 from batchkit.errors import InvalidImage, RequestError
 from batchkit.images import check_images, image_bytes, open_image, raw_pixels
+from batchkit.reduced import dct_scale, reduced_decode_enabled
 
 logger = logging.getLogger(__name__)
 
@@ -60,17 +62,28 @@ class DecodePool:
         return list(self._executor.map(lambda item: decode_each([item], function)[0], items))
 
 
-def tensor_decodable(raw: bytes, max_pixels: int) -> bool:
+def tensor_decodable(raw: bytes, max_pixels: int, *, reduce_for: int = 0, on_gpu: bool = False) -> bool:
     """Whether ``decode_jpeg`` gives the pixels PIL would: a JPEG in RGB or grey, not
-    rotated by EXIF. Reads the header only; a bomb is refused here (413)."""
+    rotated by EXIF. Reads the header only; a bomb is refused here (413).
+
+    With reduced decoding (``reduce_for``, the resize size), a JPEG over ``max_pixels`` goes
+    to PIL, which decodes it reduced or refuses it; so does, on a CPU, one a DCT scale
+    would shrink: ``decode_jpeg`` decodes every pixel, and there no transfer is saved."""
     if not raw.startswith(JPEG_START):
         return False
     try:
-        header = open_image(raw, max_pixels, load=False)
+        header = open_image(raw, sys.maxsize if reduce_for else max_pixels, load=False)
     except InvalidImage:
         return False  # the PIL path says what is wrong with it
     orientation = header.getexif().get(EXIF_ORIENTATION, 1)
-    return header.format == "JPEG" and header.mode in TENSOR_MODES and orientation == 1
+    if header.format != "JPEG" or header.mode not in TENSOR_MODES or orientation != 1:
+        return False
+    if not reduce_for:
+        return True
+    width, height = header.size
+    if on_gpu:
+        return width * height <= max_pixels
+    return dct_scale(width, height, reduce_for, max_pixels) == 1
 
 
 def decode_jpegs(raws: Sequence[bytes], device: torch.device) -> list[torch.Tensor | None]:
@@ -114,13 +127,15 @@ def faster_path(seconds: Callable[[str], float]) -> str:
 
 class ImageDecoder:
     """How one worker turns a batch of request bodies into uint8 crops: ``path`` is pil
-    or tensor, ``pool`` its decode threads."""
+    or tensor, ``pool`` its decode threads; ``reduced`` whether PIL decodes JPEGs at a DCT
+    scale (``batchkit.reduced``; by the config's reduced_decode and the build's gate)."""
 
     def __init__(self, config: ImageModelConfig, device: torch.device, path: str, pool: DecodePool) -> None:
         self.config = config
         self.device = device
         self.path = path
         self.pool = pool
+        self.reduced = reduced_decode_enabled(config.reduced_decode, config.reduced_decode_gate)
 
     def decode_batch(self, bodies: Sequence[Any]) -> list[torch.Tensor | RequestError]:
         """One crop or one error per body, in order."""
@@ -172,12 +187,17 @@ class ImageDecoder:
             resize_size=config.resize_size,
             crop_size=config.crop_size,
             max_image_pixels=config.max_image_pixels,
+            reduced=self.reduced,
         )
 
     def stage(self, body: Any) -> bytes | torch.Tensor:
         """A body's bytes when the tensor path takes it, else its crop through PIL."""
         raw = self.read(body)
-        return raw if tensor_decodable(raw, self.config.max_image_pixels) else self.raw_crop(raw)
+        config = self.config
+        reduce_for = config.resize_size if self.reduced else 0
+        on_gpu = self.device.type == "cuda"
+        takes = tensor_decodable(raw, config.max_image_pixels, reduce_for=reduce_for, on_gpu=on_gpu)
+        return raw if takes else self.raw_crop(raw)
 
 
 def timing_pictures(config: ImageModelConfig) -> list[bytes]:

@@ -25,6 +25,7 @@ from torchvision.transforms import functional as tv_functional
 from batchkit.errors import InvalidImage, PayloadTooLarge
 from batchkit.payloads import check_size, parse_json_object
 from batchkit.protocols import InputSchema
+from batchkit.reduced import DCT_SCALES, dct_scale, scaled_size
 
 SIXTEEN_BIT_MODES = {"I;16", "I;16B", "I;16L", "I;16N", "I"}
 ALPHA_MODES = {"RGBA", "LA", "PA", "RGBa", "La"}
@@ -79,15 +80,19 @@ def image_bytes(body: Any, max_body_bytes: int) -> bytes:
     return raw
 
 
-def open_image(raw: bytes, max_pixels: int, *, load: bool = True) -> Image.Image:
+def open_image(raw: bytes, max_pixels: int, *, load: bool = True, reduce_for: int = 0) -> Image.Image:
     """Open an image, refusing bombs before their pixels are decoded; with ``load`` false
-    only its header is read (size, mode, EXIF), to choose how to decode it."""
+    only its header is read (size, mode, EXIF), to choose how to decode it. With
+    ``reduce_for`` (a resize size), a JPEG is decoded at the DCT scale ``dct_scale`` picks
+    for it, and the limit is on the pixels that scale decodes."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(raw))
             width, height = image.size
-            if width * height > max_pixels:
+            if reduce_for and image.format == "JPEG":
+                reduce_jpeg(image, reduce_for, max_pixels)
+            if image.width * image.height > max_pixels:
                 raise PayloadTooLarge(
                     f"image is {width}x{height} = {width * height} pixels; the limit is {max_pixels}"
                 )
@@ -103,6 +108,21 @@ def open_image(raw: bytes, max_pixels: int, *, load: bool = True) -> Image.Image
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise InvalidImage(f"image could not be decoded (truncated or corrupt): {exc}") from exc
     return image
+
+
+def reduce_jpeg(image: Image.Image, resize_size: int, max_pixels: int) -> None:
+    """Set an opened JPEG to decode at the DCT scale ``dct_scale`` picks (its size becomes
+    the reduced one); 413 when even 1/8 decodes more than ``max_pixels``."""
+    width, height = image.size
+    scale = dct_scale(width, height, resize_size, max_pixels)
+    if scale is None:
+        smallest = scaled_size(width, height, DCT_SCALES[0])
+        raise PayloadTooLarge(
+            f"JPEG is {width}x{height}: even decoded at 1/{DCT_SCALES[0]} it is {smallest[0]}x{smallest[1]} = "
+            f"{smallest[0] * smallest[1]} pixels; the limit is {max_pixels}"
+        )
+    if scale > 1:  # draft reduces by the most that keeps the size asked for (floor: exactly 1/scale)
+        image.draft(None, (max(1, width // scale), max(1, height // scale)))
 
 
 def to_rgb(image: Image.Image) -> Image.Image:
@@ -203,13 +223,20 @@ def decode_pixels(
     crop_size: int,
     max_image_pixels: int,
     max_body_bytes: int,
+    reduced: bool = False,
 ) -> torch.Tensor:
     """One request body to its uint8 CHW crop; raises a RequestError when bad."""
     raw = image_bytes(body, max_body_bytes)
-    return raw_pixels(raw, resize_size=resize_size, crop_size=crop_size, max_image_pixels=max_image_pixels)
+    return raw_pixels(
+        raw, resize_size=resize_size, crop_size=crop_size, max_image_pixels=max_image_pixels, reduced=reduced
+    )
 
 
-def raw_pixels(raw: bytes, *, resize_size: int, crop_size: int, max_image_pixels: int) -> torch.Tensor:
-    """Encoded image bytes to their uint8 CHW crop through PIL; raises a RequestError when bad."""
-    image = to_rgb(open_image(raw, max_image_pixels))
+def raw_pixels(
+    raw: bytes, *, resize_size: int, crop_size: int, max_image_pixels: int, reduced: bool = False
+) -> torch.Tensor:
+    """Encoded image bytes to their uint8 CHW crop through PIL; raises a RequestError when
+    bad. ``reduced``: a JPEG is decoded at a DCT scale (``batchkit.reduced``), then given
+    the same resize and crop."""
+    image = to_rgb(open_image(raw, max_image_pixels, reduce_for=resize_size if reduced else 0))
     return crop_pixels(image, resize_size, crop_size)

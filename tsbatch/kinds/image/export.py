@@ -12,6 +12,7 @@ The build fails (non-zero exit) when verification or the accuracy gate fails.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import warnings
 from pathlib import Path
@@ -28,6 +29,7 @@ from tsbatch.archive.gates import Batch, Scorer, top1_accuracy
 from tsbatch.archive.int8.candidate import Int8Plan
 from tsbatch.archive.manifest import ManifestError, ModelSpec, load_manifest
 from tsbatch.kinds.image.calibration import calibration_batches
+from tsbatch.kinds.image.decode_gate import gate_reduced_decoding
 from tsbatch.kinds.image.digits import train_on_digits
 from tsbatch.kinds.image.kind import IMAGE
 from tsbatch.kinds.image.schema import ImageModel
@@ -174,6 +176,7 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
         "mean": list(resolved.mean),
         "std": list(resolved.std),
         "optimize_atol": atol,
+        "reduced_decode_gate": dataclasses.asdict(gate_reduced_decoding(out, scripted, resolved)),
         **gates.handler_fields(),
     }
     artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, IMAGE.handler_config(spec.name, config, found))

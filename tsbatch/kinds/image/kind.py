@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from batchkit.config import ImageModelConfig
 from batchkit.protocols import InputSchema
+from batchkit.reduced import REDUCED_DECODE
 from tsbatch.archive.kind import Kind
 from tsbatch.config.bodies import base64_body, base64_ceiling
 from tsbatch.config.findings import Problem
@@ -24,10 +25,18 @@ def decode_path_problem(path: object) -> str | None:
     return None if path in DECODE_PATHS else f"must be one of {', '.join(DECODE_PATHS)}, got {path!r}"
 
 
-# The worker's decode pool (config.properties; absent: one thread and the auto path).
+def reduced_decode_problem(setting: object) -> str | None:
+    if setting in REDUCED_DECODE:
+        return None
+    return f"must be one of {', '.join(REDUCED_DECODE)}, got {setting!r}"
+
+
+# The worker's decode pool and JPEG decoding (config.properties; absent: one thread, the auto
+# path, and reduced-size JPEG decoding where the build's gate passed).
 DECODE_KEYS = (
     WorkerKey("decodeThreads", "decode_threads", 1, decode_threads_problem, "decode pool", threads=True),
     WorkerKey("decodePath", "decode_path", "auto", decode_path_problem, "decode pool"),
+    WorkerKey("reducedDecode", "reduced_decode", "auto", reduced_decode_problem, "JPEG decoder"),
 )
 
 
@@ -69,6 +78,8 @@ IMAGE = Kind(
             "optimize_atol",
             "decode_threads",
             "decode_path",
+            "reduced_decode",
+            "reduced_decode_gate",
         }
     ),
     exporter="tsbatch.kinds.image.export",
