@@ -9,14 +9,16 @@ import pytest
 import torch
 from PIL import Image
 
-from batchkit.config import ReducedDecodeGate
-from batchkit.decode import tensor_decodable
+from batchkit.config import ImageModelConfig, ReducedDecodeGate, from_mapping
+from batchkit.decode import DecodePool, ImageDecoder, tensor_decodable
 from batchkit.errors import InvalidImage, PayloadTooLarge
 from batchkit.images import open_image, raw_pixels
 from batchkit.reduced import dct_scale, reduced_decode_enabled, scaled_size
+from tests.conftest import tiny_image_handler
 from tsbatch.kinds.image.photos import jpeg, photo
 
 LIMIT = 40_000_000
+CPU = torch.device("cpu")
 
 
 @pytest.mark.parametrize(
@@ -119,3 +121,35 @@ def test_which_jpegs_the_tensor_path_leaves_to_reduced_decoding() -> None:
     assert not tensor_decodable(large, 1_000_000, reduce_for=256, on_gpu=True)  # over the limit: PIL reduces
     with pytest.raises(PayloadTooLarge):
         tensor_decodable(large, 1_000_000)  # reduced decoding off: the limit is the full size
+
+
+def decoder_config(**overrides: object) -> ImageModelConfig:
+    values = {
+        **tiny_image_handler(),
+        "resize_size": 256,
+        "crop_size": 224,
+        "max_image_pixels": LIMIT,
+        **overrides,
+    }
+    return from_mapping(ImageModelConfig, values)
+
+
+def test_the_tensor_path_decodes_large_jpegs_in_one_batched_call_as_the_pil_path_does() -> None:
+    """What a GPU runs (one ``decode_jpeg`` call for the batch, the resample where the pixels
+    are), forced on the CPU: one decode thread makes the CPU's share the whole batch."""
+    bodies = [
+        jpeg(photo(index, *size)) for index, size in enumerate([(1920, 1080), (4032, 3024), (1080, 1920)])
+    ]
+    off = decoder_config(reduced_decode="off")
+    tensor = ImageDecoder(off, CPU, "tensor", DecodePool(1))
+    assert all(tensor_decodable(body, off.max_image_pixels) for body in bodies)
+    crops = tensor.decode_batch(bodies)
+    reference = ImageDecoder(off, CPU, "pil", DecodePool(1)).decode_batch(bodies)
+    for ours, theirs in zip(crops, reference, strict=True):
+        assert isinstance(ours, torch.Tensor) and ours.shape == (3, 224, 224)
+        assert int((ours.int() - theirs.int()).abs().max()) <= 2  # libjpeg both ways; two resamplers
+    # Reduced decoding on: on a CPU the tensor path leaves what a DCT scale shrinks to PIL.
+    on = decoder_config(reduced_decode="on")
+    reduced = ImageDecoder(on, CPU, "tensor", DecodePool(1)).decode_batch(bodies)
+    pil_reduced = ImageDecoder(on, CPU, "pil", DecodePool(1)).decode_batch(bodies)
+    assert all(torch.equal(a, b) for a, b in zip(reduced, pil_reduced, strict=True))
