@@ -91,7 +91,11 @@ def test_decode_settings_are_checked_and_counted_with_the_other_models_threads(t
     update_model_settings(path, "resnet18", {"decodePath": "pil", "reducedDecode": "yes"})
     found = messages(check(path, include_archives=False))
     assert any("models.resnet18.reducedDecode" in m and "auto, on, off" in m for m in found), found
-    update_model_settings(path, "resnet18", {"reducedDecode": "off", "decodePath": "tensor", "decodeThreads": os.cpu_count() or 1})
+    update_model_settings(
+        path,
+        "resnet18",
+        {"reducedDecode": "off", "decodePath": "tensor", "decodeThreads": os.cpu_count() or 1},
+    )
     found = messages(check(path, include_archives=False))
     assert any("max(torchThreads, decodeThreads)" in m and "cores" in m for m in found), found
 
