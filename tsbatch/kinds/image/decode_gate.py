@@ -12,6 +12,7 @@ the reference's top-1 leads its second by ``CONFIDENT_MARGIN`` or more.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -69,8 +70,10 @@ class GateFigures:
         )
 
 
-def gate_photos(resize_size: int, count: int = GATE_PHOTOS, seed: int = 0) -> list[bytes]:
-    """``count`` real photos as JPEG bodies, sized for a model resizing to ``resize_size``."""
+@functools.cache
+def gate_photos(resize_size: int, count: int = GATE_PHOTOS, seed: int = 0) -> tuple[bytes, ...]:
+    """``count`` real photos as JPEG bodies, sized for a model resizing to ``resize_size``
+    (made once per process: several seconds at camera sizes)."""
     bodies = []
     for index in range(count):
         factor = SIDE_FACTORS[index % len(SIDE_FACTORS)]
@@ -79,7 +82,7 @@ def gate_photos(resize_size: int, count: int = GATE_PHOTOS, seed: int = 0) -> li
         long = round(short * max(ratio_w, ratio_h) / min(ratio_w, ratio_h))
         width, height = (long, short) if ratio_w >= ratio_h else (short, long)
         bodies.append(jpeg(photo(index, width, height, seed)))
-    return bodies
+    return tuple(bodies)
 
 
 def probabilities(

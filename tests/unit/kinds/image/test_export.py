@@ -34,7 +34,12 @@ def test_user_torchscript_artifact_is_packaged_without_reexport(tmp_path: Path, 
     assert info["weights"] == "user TorchScript artifact mine.pt"
     assert "max_abs_diff_scripted_vs_eager" not in info["verification"]
     assert artifacts.read_json(out / artifacts.LABELS_FILE) == ["no", "yes"]
-    assert artifacts.read_json(out / artifacts.HANDLER_CONFIG_FILE)["weights"] == info["weights"]
+    handler = artifacts.read_json(out / artifacts.HANDLER_CONFIG_FILE)
+    assert handler["weights"] == info["weights"]
+    # The reduced-decoding gate ran on this model and its verdict is what the worker reads.
+    gate = handler["reduced_decode_gate"]
+    assert gate["photos"] == 64 and (not gate["passed"] or gate["top1_agreement"] >= 0.99)
+    assert "## Reduced-size JPEG decoding" in (out / artifacts.REPORT_MARKDOWN).read_text()
 
 
 def test_user_path_wins_over_torchvision(tmp_path: Path, spec, monkeypatch) -> None:
