@@ -6,7 +6,9 @@ pool). The tensor path decodes JPEGs with ``torchvision.io.decode_jpeg`` where t
 runs: on a GPU in one batched nvJPEG call, resampled there, so only compressed bytes
 cross to it; on a CPU the same code runs, so the suite covers it on any machine. Other
 formats, CMYK, EXIF-rotated JPEGs and JPEGs the decoder refuses take the PIL path, each
-on its own, so a bad image still fails only its own request.
+on its own, so a bad image still fails only its own request. With reduced-size JPEG
+decoding (``batchkit.reduced``) on, PIL decodes JPEGs at a DCT scale: on a CPU it takes
+those a scale shrinks, on a GPU those over the pixel limit at full size.
 """
 
 from __future__ import annotations
