@@ -22,6 +22,7 @@ import yaml
 from PIL import Image
 
 from batchkit.images import decode_pixels, model_batch
+from tests.conftest import BatchFlattening
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec, load_manifest
 from tsbatch.archive.package import private_store
@@ -44,26 +45,10 @@ SETTINGS = {
 }
 
 
-class BatchReshaping(torch.nn.Module):
-    """Convolution, pooling and a linear head over ``x.view(bs, -1)`` with ``bs`` read from
-    the input: exported, the batch is symbolic; traced from the exported graph, it is the
-    number the trace saw."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.features = torch.nn.Conv2d(3, 4, kernel_size=3, stride=2, padding=1)
-        self.head = torch.nn.Linear(4 * 2 * 2, len(LABELS))
-
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        bs = images.size(0)
-        pooled = torch.nn.functional.adaptive_avg_pool2d(torch.relu(self.features(images)), 2)
-        return self.head(pooled.view(bs, -1))
-
-
 @pytest.fixture(scope="module")
 def network() -> torch.nn.Module:
     torch.manual_seed(0)
-    return BatchReshaping().eval()
+    return BatchFlattening(len(LABELS)).eval()
 
 
 @pytest.fixture(scope="module")
