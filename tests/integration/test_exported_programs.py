@@ -23,12 +23,14 @@ from PIL import Image
 
 from batchkit.images import decode_pixels, model_batch
 from tests.conftest import BatchFlattening
+from tests.integration.support import private_port_entries
+from tsbatch.analysis.tune.mar import read_mar, repackage
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec, load_manifest
 from tsbatch.archive.package import private_store
 from tsbatch.archive.pipeline import export_if_needed
 from tsbatch.paths import HANDLERS_DIR
-from tsbatch.server.process import TorchServe
+from tsbatch.server.process import TorchServe, WorkerLoadError
 from tsbatch.server.served import served_decision
 
 MODEL = "batch_reshaping"
@@ -144,3 +146,24 @@ def test_batches_of_every_size_answer_as_the_eager_network(server: TorchServe, b
         for item in answer["predictions"]:
             assert item["label"] == LABELS[item["index"]]
             assert item["probability"] == pytest.approx(float(probabilities[item["index"]]), abs=1e-4)
+
+
+def test_a_machine_that_can_run_none_of_its_packages_fails_the_workers_load_saying_why(
+    built, tmp_path: Path
+) -> None:
+    """The archive as if built on a CPU with a feature this one lacks: no TorchScript to
+    fall back on, so the worker must not become READY, and its death says why."""
+    _, _, store = built
+    info = read_mar(store / f"{MODEL}.mar")
+    handler = {**info.config["handler"], "compiled_cpu_flags": ["a_feature_no_cpu_has"]}
+    other_store = tmp_path / "model-store"
+    repackage(info, other_store / f"{MODEL}.mar", {"handler": handler})
+    properties = tmp_path / "config.properties"
+    entries = {**private_port_entries(), "load_models": f"{MODEL}.mar"}
+    properties.write_text("".join(f"{key}={value}\n" for key, value in entries.items()))
+    server = TorchServe(run_dir=tmp_path, properties_path=properties, model_store=other_store)
+    with pytest.raises(WorkerLoadError) as failed:
+        server.start([MODEL], timeout=180)
+    message = str(failed.value)
+    assert "NothingToServeError: this archive has no TorchScript model and none of its AOTInductor" in message
+    assert "a_feature_no_cpu_has, which this CPU lacks" in message
