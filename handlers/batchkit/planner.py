@@ -4,7 +4,7 @@ Workers (``batchkit.loader``), ``make doctor`` (``tsbatch.machine``), the benchm
 tuner and the sweep all ask it, so none can tell another story. It is pure: the inputs are
 the archive's typed config and a :class:`Host` (files present, device type, CPU flags and
 model name, batch size, the worker's environment override); the output is a :class:`Plan`,
-candidates best first (fp32 TorchScript always last, the one that must work) with
+candidates best first (fp32 TorchScript last where the archive has it, the one that must work) with
 structured reasons.
 
 The rule, in order:
@@ -70,7 +70,7 @@ class Host:
 
 @dataclass(frozen=True)
 class Plan:
-    """The candidates to try, best first, and why (fp32 TorchScript always last)."""
+    """The candidates to try, best first, and why (fp32 TorchScript last where the archive has it)."""
 
     candidates: tuple[ServingCandidate, ...]
     reasons: tuple[Reason, ...]
