@@ -35,6 +35,22 @@ class TinyImageNet(torch.nn.Module):
         return self.head(pooled)
 
 
+class BatchFlattening(torch.nn.Module):
+    """Flattens by its batch size read from the input (``x.view(bs, -1)``, as EfficientNet-Lite
+    does): exported with a dynamic batch it serves any batch; its exported graph traced into
+    TorchScript serves only the batch the trace saw."""
+
+    def __init__(self, classes: int = 3) -> None:
+        super().__init__()
+        self.features = torch.nn.Conv2d(3, 4, kernel_size=3, stride=2, padding=1)
+        self.head = torch.nn.Linear(4 * 2 * 2, classes)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        bs = images.size(0)
+        pooled = torch.nn.functional.adaptive_avg_pool2d(torch.relu(self.features(images)), 2)
+        return self.head(pooled.view(bs, -1))
+
+
 def tiny_encoder() -> torch.nn.Module:
     """A randomly initialised two-layer BERT: the intent model's encoder, small enough for tests."""
     from transformers import BertConfig, BertModel

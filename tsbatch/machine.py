@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from batchkit.loader import device_signature, host_here, package_mismatch
-from batchkit.planner import Host, Plan, missing_cpu_flags, plan
+from batchkit.planner import Host, Plan, missing_cpu_flags, nothing_to_serve, plan
 from batchkit.precision import cpu_flags, cpu_model_name, cuda_problem, flag_precision
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import load_manifest
@@ -96,6 +96,8 @@ def model_lines(name: str, artifact_dir: Path, batch_size: int) -> list[str]:
     planned = model_plan(artifact_dir, batch_size)
     if planned is None:
         return [f"  {name}: not built (make archive)"]
+    if not planned.candidates:
+        return [f"  {name}: serves nothing on this machine", f"    why {nothing_to_serve(planned)}"]
     lines = [f"  {name}: serves {planned.first.name}"]
     lines.append("    tries " + ", then ".join(candidate.name for candidate in planned.candidates))
     lines += [f"    why {reason}" for reason in planned.reasons]

@@ -31,6 +31,8 @@ class ModelConfig:
     to give, and how its worker runs (threads, warm-up batch sizes)."""
 
     model_name: str
+    # The fp32 TorchScript file; "" where the archive has none (an exported program that
+    # does not trace into one: its packages serve alone, batchkit.planner).
     model_file: str
     labels_file: str
     top_k: int = 5

@@ -1,8 +1,9 @@
 """The model a worker serves, decided from the build's record and nothing random.
 
-The archive always carries the fp32 TorchScript model (``model.pt``) and may carry
-AOTInductor packages compiled at build time for one device and precision
-(``model.<device>-<precision>.pt2``). The build's gates on held-out data are the one
+The archive carries the fp32 TorchScript model (``model.pt``, the fallback of every plan;
+absent only where an exported program does not trace into one that serves every batch
+size) and may carry AOTInductor packages compiled at build time for one device and
+precision (``model.<device>-<precision>.pt2``). The build's gates on held-out data are the one
 accuracy authority: they decide which candidates may be served, record each one's outputs
 on fixed check inputs and time each one on the build CPU. ``batchkit.planner`` orders the
 candidates; a worker only checks that what it loaded reproduces its *own* recorded
@@ -27,7 +28,7 @@ import torch
 
 from batchkit.candidates import ServingCandidate
 from batchkit.config import ModelConfig
-from batchkit.planner import Host, Plan, Reason, plan
+from batchkit.planner import Host, NothingToServeError, Plan, Reason, has_torchscript, nothing_to_serve, plan
 from batchkit.precision import DTYPES, PRECISION_ENV, cpu_flags, cpu_identity
 from batchkit.tolerance import probabilities_disagree, tolerance
 from batchkit.worker import load_torchscript
@@ -230,7 +231,8 @@ def load_served_model(
     optimize: bool = False,
     host: Host | None = None,
 ) -> ServedModel:
-    """The first planned candidate that loads here and reproduces its build record.
+    """The first planned candidate that loads here and reproduces its build record; a
+    :class:`NothingToServeError` saying why when an archive without TorchScript has none.
 
     ``check_inputs`` must be the archive's fixed check inputs (``batchkit.images.check_images``,
     ``batchkit.text.check_tokens``): the build recorded its outputs on those. ``host``
@@ -241,7 +243,9 @@ def load_served_model(
     for candidate in planned.candidates:
         try:
             served = load_candidate(candidate, config, model_dir, device, inputs, optimize)
-            served.max_batch = max_batch_size
+            # A package runs batches no larger than it was exported for (slices beyond).
+            exported = config.compiled_max_batch_size if candidate.runtime == "aoti" else 0
+            served.max_batch = min(max_batch_size, exported or max_batch_size)
             problem = reproduction_problem(served, config, candidate, inputs)
         except Exception as exc:  # another ISA, no compiler, no CUDA: the next candidate serves
             problem = f"did not load: {type(exc).__name__}: {exc}"
@@ -252,4 +256,6 @@ def load_served_model(
             return served
         logger.warning("not serving %s: %s", candidate.name, problem)
         reasons.append(Reason("not-served", f"{candidate.name} {problem}"))
+    if not has_torchscript(config):  # nothing left to try, whatever the plan held
+        raise NothingToServeError(nothing_to_serve(Plan((), tuple(reasons))))
     raise ArchiveMismatchError(f"no candidate reproduces the build's record: {'; '.join(map(str, reasons))}")

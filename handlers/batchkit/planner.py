@@ -4,7 +4,7 @@ Workers (``batchkit.loader``), ``make doctor`` (``tsbatch.machine``), the benchm
 tuner and the sweep all ask it, so none can tell another story. It is pure: the inputs are
 the archive's typed config and a :class:`Host` (files present, device type, CPU flags and
 model name, batch size, the worker's environment override); the output is a :class:`Plan`,
-candidates best first (fp32 TorchScript always last, the one that must work) with
+candidates best first (fp32 TorchScript last where the archive has it, the one that must work) with
 structured reasons.
 
 The rule, in order:
@@ -17,7 +17,12 @@ The rule, in order:
 * ``auto`` elsewhere (another CPU model, a GPU, an archive without timings) falls back to
   the flag rule (``batchkit.precision.flag_precision``), with a reason saying why;
 * int8 has no TorchScript form: when its package is unusable, the next fastest timed
-  candidate follows (by flags: TorchScript at bf16 where native, else fp32).
+  candidate follows (by flags: TorchScript at bf16 where native, else fp32);
+* an archive without TorchScript (``model_file`` empty: a ``torch.export`` program that does
+  not trace into a batch-general module) has only its packages: the same order without
+  fp32 TorchScript to beat or to end with, every other usable package after the chosen
+  precision's, batches beyond the export bound in slices; no usable package, an empty plan
+  (the worker fails to load, saying why).
 """
 
 from __future__ import annotations
@@ -65,14 +70,50 @@ class Host:
 
 @dataclass(frozen=True)
 class Plan:
-    """The candidates to try, best first, and why (fp32 TorchScript always last)."""
+    """The candidates to try, best first, and why (fp32 TorchScript last where the archive has it)."""
 
     candidates: tuple[ServingCandidate, ...]
     reasons: tuple[Reason, ...]
 
     @property
     def first(self) -> ServingCandidate:
+        if not self.candidates:
+            raise NothingToServeError(nothing_to_serve(self))
         return self.candidates[0]
+
+
+class NothingToServeError(RuntimeError):
+    """An archive without TorchScript none of whose packages this host can serve."""
+
+
+def nothing_to_serve(planned: Plan) -> str:
+    """What a host that can serve nothing of an archive is told (the plan's reasons)."""
+    return (
+        "this archive has no TorchScript model and none of its AOTInductor packages can serve here ("
+        + "; ".join(map(str, planned.reasons))
+        + "): rebuild it on a machine like this one (`tsbatch archive`)"
+    )
+
+
+def has_torchscript(config: ModelConfig) -> bool:
+    """Whether the archive carries the fp32 TorchScript model (the fallback of every plan)."""
+    return bool(config.model_file)
+
+
+def no_torchscript_reason(config: ModelConfig, host: Host) -> Reason:
+    detail = (
+        "the archive has no TorchScript model (its exported program does not trace into one "
+        "that serves every batch size): only its packages serve"
+    )
+    bound = config.compiled_max_batch_size
+    if bound and host.batch_size > bound:
+        detail += f"; batches of {host.batch_size} run in slices of {bound}, the size they were exported for"
+    return Reason("no-torchscript", detail)
+
+
+def baseline_of(config: ModelConfig, device_type: str) -> tuple[ServingCandidate, ...]:
+    """What every plan ends with: fp32 TorchScript, or nothing when the archive has none."""
+    return (BASELINE.on(device_type),) if has_torchscript(config) else ()
 
 
 def missing_cpu_flags(config: ModelConfig, flags: Iterable[str]) -> list[str]:
@@ -82,14 +123,15 @@ def missing_cpu_flags(config: ModelConfig, flags: Iterable[str]) -> list[str]:
 
 
 def known_candidates(config: ModelConfig, device_type: str) -> list[ServingCandidate]:
-    """Every candidate the archive names for ``device_type``, fp32 TorchScript last."""
+    """Every candidate the archive names for ``device_type``, fp32 TorchScript last (where
+    the archive has it)."""
     names = (*config.compiled_models, *config.check_outputs, *config.failed_gates, *config.timings_ms.ms)
     found: dict[str, ServingCandidate] = {}
     for text in names:
         candidate = ServingCandidate.parse(text, device_type)
         if candidate.device == device_type and candidate.name != BASELINE.name:
             found[candidate.name] = candidate
-    return [*found.values(), BASELINE.on(device_type)]
+    return [*found.values(), *baseline_of(config, device_type)]
 
 
 def unusable(config: ModelConfig, host: Host, candidate: ServingCandidate) -> Reason | None:
@@ -109,7 +151,7 @@ def unusable(config: ModelConfig, host: Host, candidate: ServingCandidate) -> Re
         return Reason("not-gated", f"the archive has no {file} that passed the build gates", name)
     if file not in host.files:
         return Reason("missing-file", f"{file} is listed but missing from the archive", name)
-    if host.batch_size > config.compiled_max_batch_size:
+    if host.batch_size > config.compiled_max_batch_size and has_torchscript(config):
         return Reason(
             "export-bound",
             f"batch size {host.batch_size} exceeds the {config.compiled_max_batch_size} {file} was exported for",
@@ -146,10 +188,12 @@ def native_precision(precision: str, host: Host) -> bool:
 def runnable_rows(config: ModelConfig, host: Host) -> tuple[list[ServingCandidate], list[Reason]]:
     """The candidates worth measuring on this host (the benchmarks' rows): usable, at a
     precision it computes natively (an emulated figure says nothing about the target
-    hardware); fp32 TorchScript first."""
+    hardware); fp32 TorchScript first where the archive has it."""
     usable, reasons = usable_candidates(config, host)
-    rows = [usable[-1]]
-    for candidate in usable[:-1]:
+    rows = list(baseline_of(config, host.device_type))
+    for candidate in usable:
+        if candidate in rows:
+            continue
         if native_precision(candidate.precision, host):
             rows.append(candidate)
         else:
@@ -165,14 +209,15 @@ def same_cpu_timings(config: ModelConfig, host: Host) -> tuple[BuildTimings | No
         return None, Reason(
             "timings-cpu-only", f"the build timed its CPU, not this {host.device_type}: flag rule"
         )
-    if BASELINE.name not in timings.ms:
+    if BASELINE.name not in timings.ms and (has_torchscript(config) or not timings.ms):
         return None, Reason("no-timings", "the archive has no build timings: flag rule")
     if timings.cpu_model != host.cpu_model:
         return None, Reason(
             "other-cpu",
             f"the build timed on another CPU model ({timings.cpu_model}; this is {host.cpu_model}): flag rule",
         )
-    return timings, Reason("measured", f"{timings_detail(timings)}; the fastest that beats fp32 serves")
+    rule = "the fastest that beats fp32 serves" if has_torchscript(config) else "the fastest serves"
+    return timings, Reason("measured", f"{timings_detail(timings)}; {rule}")
 
 
 def timings_detail(timings: BuildTimings) -> str:
@@ -191,7 +236,10 @@ def measured_order(
     config: ModelConfig, usable: list[ServingCandidate], timings: BuildTimings, reasons: list[Reason]
 ) -> list[ServingCandidate]:
     """The timed candidates that beat fp32 TorchScript, fastest first (a pinned runtime's
-    own candidates first, its fp32 one exempt from the margin)."""
+    own candidates first, its fp32 one exempt from the margin). Without TorchScript there
+    is nothing to beat: every usable candidate, timed fastest first, then the untimed."""
+    if not has_torchscript(config):
+        return sorted(usable, key=lambda c: timings.ms.get(c.name, math.inf))
     fp32_ms = timings.ms[BASELINE.name]
     order = []
     for candidate in sorted(usable, key=lambda c: timings.ms.get(c.name, math.inf)):
@@ -238,6 +286,7 @@ def precision_order(
     precision: str,
     timings: BuildTimings | None,
     reasons: list[Reason],
+    device_type: str = "cpu",
 ) -> list[ServingCandidate]:
     """The usable candidates at ``precision`` (fp32 TorchScript aside), best first: by the
     build's timings on this CPU where given, else packages first."""
@@ -250,7 +299,7 @@ def precision_order(
             order.append(candidate)
         else:
             reasons.append(loses)
-    package = ServingCandidate("aoti", usable[-1].device, precision)
+    package = ServingCandidate("aoti", device_type, precision)
     told = any(reason.candidate == package.name for reason in reasons)
     if config.runtime == "aoti" and package not in order and not told:
         reasons.append(
@@ -295,10 +344,12 @@ def plan(config: ModelConfig, host: Host) -> Plan:
     if requested not in (*PRECISIONS, "auto"):
         raise ValueError(f"precision must be auto or one of {PRECISIONS}, got {requested!r}")
     usable, reasons = usable_candidates(config, host)
+    last = baseline_of(config, host.device_type)
+    notes = [] if last else [no_torchscript_reason(config, host)]
     measured, why = same_cpu_timings(config, host)
     if requested == "auto" and measured is not None:
         order = measured_order(config, usable, measured, reasons)
-        return Plan((*order, BASELINE.on(host.device_type)), (why, *reasons))
+        return Plan((*order, *last), (why, *notes, *reasons))
     if requested == "auto":
         precision, detail = flag_precision(
             host.device_type, host.flags, host.cuda_bf16, int8_ready(config, usable)
@@ -308,7 +359,7 @@ def plan(config: ModelConfig, host: Host) -> Plan:
         source = "set by TSBATCH_PRECISION" if host.precision_setting else "set in the archive"
         precision, head = explicit_precision(requested, host, source)
         heads = [head]
-    order = precision_order(config, usable, precision, measured, reasons)
+    order = precision_order(config, usable, precision, measured, reasons, host.device_type)
     if precision == "int8":
         if measured is not None:
             following = measured_order(config, [c for c in usable if c.precision != "int8"], measured, [])
@@ -320,9 +371,13 @@ def plan(config: ModelConfig, host: Host) -> Plan:
             )
         else:
             fallback = "bf16" if native_cpu_bf16(host.flags) else "fp32"
-            following = precision_order(config, usable, fallback, None, reasons)
+            following = precision_order(config, usable, fallback, None, reasons, host.device_type)
             reasons.append(
                 Reason("int8-fallback", f"int8 has no TorchScript form: {fallback} next (CPU flags)")
             )
         order += following
-    return Plan((*order, BASELINE.on(host.device_type)), (*heads, *reasons))
+    if not last:  # no TorchScript to fall back on: every other usable package follows
+        timed = measured.ms if measured is not None else {}
+        rest = [c for c in usable if c not in order]
+        order += sorted(rest, key=lambda c: timed.get(c.name, math.inf))
+    return Plan((*order, *last), (*heads, *notes, *reasons))

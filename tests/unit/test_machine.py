@@ -66,3 +66,20 @@ def test_the_report_covers_cpu_compiler_gpu_and_models() -> None:
     text = "\n".join(report())
     for heading in ("CPU: ", "C++ compiler", "GPU:", "CUDA", "Models ("):
         assert heading in text
+
+
+def test_an_archive_without_torchscript_that_cannot_serve_here_says_so(tmp_path: Path) -> None:
+    handler = {
+        **tiny_image_handler(),
+        "model_file": "",
+        "compiled_models": ["model.cpu-fp32.pt2"],
+        "compiled_max_batch_size": 4,
+        "check_outputs": {"aoti-cpu-fp32": [[1.0]]},
+        "compiled_cpu_flags": ["no_such_flag"],
+    }
+    artifacts.write_json(tmp_path / artifacts.HANDLER_CONFIG_FILE, handler)
+    (tmp_path / "model.cpu-fp32.pt2").write_bytes(b"")
+    lines = model_lines("program", tmp_path, 4)
+    assert lines[0] == "  program: serves nothing on this machine"
+    assert "no TorchScript model and none of its AOTInductor packages" in lines[1]
+    assert "which this CPU lacks" in lines[1]

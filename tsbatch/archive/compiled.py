@@ -11,6 +11,10 @@ AMX-int8 the host also gets ``cpu-int8``, quantized by ``tsbatch.archive.int8`` 
 The host's choice is its hardware's (``batchkit.precision.flag_precision``), never a
 worker's ``TSBATCH_PRECISION`` left in the shell. Every gated CPU candidate is then timed
 (``timings_ms``): ``auto`` serves the fastest on a CPU of the same model.
+
+Where a model has no TorchScript form (an exported program whose graph does not trace into
+one that serves every batch size), its eager module is the reference, the packages are
+compiled from it and are all the archive serves; a build where none passes fails.
 """
 
 from __future__ import annotations
@@ -82,11 +86,13 @@ class GateOutcome:
     int8: dict[str, Any] = field(default_factory=dict)  # its calibration
     reference_figures: dict[str, float] = field(default_factory=dict)  # fp32 TorchScript's scores
     skipped: dict[str, str] = field(default_factory=dict)  # target -> why no package was built
+    no_torchscript: str = ""  # why the archive has no TorchScript ("": it has)
 
     def skip(self, target: str, why: str) -> None:
         """Record that ``target`` has no package, and why (build info, report, log)."""
         self.skipped[target] = why
-        print(f"[export] {target}: no package, serving TorchScript ({why})")
+        serving = "its other candidates serve" if self.no_torchscript else "serving TorchScript"
+        print(f"[export] {target}: no package, {serving} ({why})")
 
     @property
     def failed(self) -> list[str]:
@@ -99,6 +105,7 @@ class GateOutcome:
 
     def handler_fields(self) -> dict[str, Any]:
         return {
+            **({"model_file": ""} if self.no_torchscript else {}),
             "compiled_models": self.compiled_models,
             "compiled_max_batch_size": self.max_batch_size if self.compiled_models else 0,
             "failed_gates": self.failed,
@@ -121,7 +128,12 @@ class GateOutcome:
             "int8": self.int8,
             "skipped_targets": self.skipped,
             "timings_ms": dataclasses.asdict(self.timings),
+            **({"no_torchscript": self.no_torchscript} if self.no_torchscript else {}),
         }
+
+
+class NothingToServeError(RuntimeError):
+    """A model without TorchScript none of whose packages passed: an archive would not serve."""
 
 
 def host_targets(flags: set[str] | None = None) -> list[str]:
@@ -184,11 +196,12 @@ def check_record(forward: Callable[..., torch.Tensor], check: Batch) -> list[lis
 
 def build_and_gate(
     eager: torch.nn.Module | None,
-    torchscript: torch.jit.ScriptModule,
+    torchscript: torch.jit.ScriptModule | None,
     out: Path,
     settings: CompileSettings,
     data: GateData,
     int8: Int8Plan | None = None,
+    no_torchscript: str = "",
 ) -> GateOutcome:
     """Compile the targets into ``out`` and gate them and the reduced-precision TorchScript
     candidates against fp32 TorchScript on held-out batches; drop the packages that fail.
@@ -197,23 +210,36 @@ def build_and_gate(
     and every CPU candidate a worker may serve is timed (``auto``'s measurement).
     ``int8`` says how a ``cpu-int8`` target is quantized (default: dynamic linear layers).
     A target that cannot be built from this model (no eager model, an operator export or
-    quantization does not take) is skipped with its reason: TorchScript serves regardless."""
+    quantization does not take) is skipped with its reason: TorchScript serves regardless.
+    Without ``torchscript`` (``no_torchscript`` says why) the eager model is the reference,
+    each targeted device gets its fp32 package too, and a NothingToServeError is raised
+    when no package passes."""
     for stale in out.glob("model.*.pt2"):
         stale.unlink()
-    outcome = GateOutcome(settings.max_batch_size, settings.enforce_gates)
-    reference = probabilities(torchscript, data.batches)
+    outcome = GateOutcome(settings.max_batch_size, settings.enforce_gates, no_torchscript=no_torchscript)
+    reference_model = torchscript if torchscript is not None else eager
+    assert reference_model is not None, "a model to gate against: TorchScript or the eager model"
+    reference = probabilities(reference_model, data.batches)
     outcome.reference_figures = data.score(reference) if data.score else {}
     full_batch = data.batches[0]
     singles = data.singles
     if singles is None:
         singles = [tuple(x[i : i + 1] for x in full_batch) for i in range(len(full_batch[0]))]
-    fp32 = ServedModel(torchscript, "torchscript", "fp32", BASELINE.file_name, 0.0)
-    outcome.check_outputs[BASELINE.name] = check_record(fp32, data.check)
     candidates: list[tuple[ServingCandidate, ServedModel]] = []
-    for precision in settings.torchscript_precisions:
-        served = ServedModel(torchscript, "torchscript", precision, BASELINE.file_name, 0.0)
-        candidates.append((ServingCandidate("torchscript", "cpu", precision), served))
-    for target in settings.targets:
+    timed: dict[str, ServedModel] = {}
+    if torchscript is not None:
+        fp32 = ServedModel(torchscript, "torchscript", "fp32", BASELINE.file_name, 0.0)
+        outcome.check_outputs[BASELINE.name] = check_record(fp32, data.check)
+        serving = optimize_for_serving(torchscript) if data.optimize else torchscript
+        timed[BASELINE.name] = ServedModel(serving, "torchscript", "fp32", BASELINE.file_name, 0.0)
+        for precision in settings.torchscript_precisions:
+            served = ServedModel(torchscript, "torchscript", precision, BASELINE.file_name, 0.0)
+            candidates.append((ServingCandidate("torchscript", "cpu", precision), served))
+    targets = settings.targets
+    if torchscript is None:  # each device's fp32 package stands in for fp32 TorchScript
+        fp32 = [ServingCandidate("aoti", ServingCandidate.parse(t).device, "fp32").target for t in targets]
+        targets = tuple(dict.fromkeys([*targets, *fp32]))
+    for target in targets:
         package = ServingCandidate.parse(target)
         path = out / package.file_name
         if eager is None:
@@ -234,10 +260,6 @@ def build_and_gate(
             continue
         outcome.compile_figures[target] = figures
         candidates.append((package, compiled))
-    serving = optimize_for_serving(torchscript) if data.optimize else torchscript
-    timed: dict[str, ServedModel] = {
-        BASELINE.name: ServedModel(serving, "torchscript", "fp32", BASELINE.file_name, 0.0)
-    }
     for candidate, served in candidates:
 
         def forward(
@@ -268,6 +290,13 @@ def build_and_gate(
             outcome.compiled_models.append(served.source)
         elif candidate.runtime == "aoti":
             (out / served.source).unlink()
+    if torchscript is None and not outcome.compiled_models:
+        not_built = [f"{target} not built ({why})" for target, why in outcome.skipped.items()]
+        raise NothingToServeError(
+            f"{no_torchscript}, and no AOTInductor package passed to serve instead ("
+            + "; ".join(not_built + [f"{name} failed its gates" for name in outcome.failed] or ["no target"])
+            + "): keep compile.targets at host and check the gates in the build log"
+        )
     outcome.timings = time_candidates(timed, full_batch)
     print(
         f"[export] timed per batch of {outcome.timings.batch_size} on {TIMING_THREADS} thread(s): {outcome.timings.ms}"

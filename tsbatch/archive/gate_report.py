@@ -23,9 +23,11 @@ def gates_section(outcome: GateOutcome) -> str:
     lines = [HEADING, "", "| candidate | " + " | ".join(names) + " | verdict |"]
     lines.append("| --- " * (len(names) + 2) + "|")
     reference = [cell(outcome.reference_figures.get(name, "")) for name in names]
-    lines.append(
-        "| torchscript-fp32 (reference) | " + " | ".join(reference) + " | the reference, always built |"
-    )
+    if outcome.no_torchscript:
+        row = "| eager fp32 (reference) | " + " | ".join(reference) + " | the reference, not served |"
+    else:
+        row = "| torchscript-fp32 (reference) | " + " | ".join(reference) + " | the reference, always built |"
+    lines.append(row)
     for result in outcome.results:
         if result.passed:
             verdict = "PASS"
@@ -34,6 +36,14 @@ def gates_section(outcome: GateOutcome) -> str:
             verdict += "" if outcome.enforced else " (not enforced: kept for timing)"
         figures = [cell(result.figures.get(name, "")) for name in names]
         lines.append(f"| {result.candidate} | " + " | ".join(figures) + f" | {verdict} |")
+    if outcome.no_torchscript:
+        served = ", ".join(outcome.compiled_models) or "nothing"
+        lines += [
+            "",
+            f"**No TorchScript**: {outcome.no_torchscript}. The archive serves its packages that passed "
+            f"({served}), the fastest by the timings below first; a worker that can run none of them "
+            "fails loading and says why.",
+        ]
     if outcome.skipped:
         lines += ["", "Not built: " + "; ".join(f"{t} ({why})" for t, why in outcome.skipped.items()) + "."]
     if outcome.int8:

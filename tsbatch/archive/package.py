@@ -104,10 +104,14 @@ def package(
     spec: ModelSpec, manifest: Manifest, properties_path: Path = DEFAULT_PROPERTIES, force: bool = False
 ) -> Path:
     """Build ``<model store>/<name>.mar`` unless the one there was built from the same inputs."""
-    if not (spec.artifact_dir / artifacts.MODEL_FILE).exists():
+    if not (spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE).exists():
         raise PackageError(f"{spec.name}: no exported model in {spec.artifact_dir}; run the export first")
     settings = archive_settings(properties_path, spec.name, spec.kind.all_worker_keys)
     config = model_config(spec, settings)
+    # No TorchScript (an exported program that does not trace into one): the packages,
+    # staged with the other files, are the model; TorchServe needs no serialized file.
+    torchscript = config["handler"]["model_file"]
+    serialized = ["--serialized-file", str(spec.artifact_dir / torchscript)] if torchscript else []
     stamp = stamp_for(spec, config)
     mar_path = manifest.model_store / f"{spec.name}.mar"
     stamp_path = manifest.model_store / f".{spec.name}.stamp.json"  # per store: stores can differ
@@ -131,7 +135,7 @@ def package(
             str(Path(sys.executable).parent / "torch-model-archiver"),
             "--model-name", spec.name,
             "--version", spec.version,
-            "--serialized-file", str(spec.artifact_dir / artifacts.MODEL_FILE),
+            *serialized,
             "--handler", str(spec.handler),
             "--extra-files", str(staging),
             "--config-file", str(config_path),

@@ -10,7 +10,14 @@ import torch
 from batchkit.candidates import ServingCandidate
 from batchkit.images import check_images
 from tests.conftest import TinyImageNet
-from tsbatch.archive.compiled import CompileSettings, GateData, build_and_gate, compile_settings, host_targets
+from tsbatch.archive.compiled import (
+    CompileSettings,
+    GateData,
+    NothingToServeError,
+    build_and_gate,
+    compile_settings,
+    host_targets,
+)
 from tsbatch.archive.gate_report import gates_section
 from tsbatch.archive.gates import top1_accuracy
 from tsbatch.archive.schema import Compile
@@ -120,3 +127,19 @@ def test_a_target_that_cannot_be_built_is_skipped_with_its_reason(tmp_path: Path
     untraceable = build_and_gate(None, torch.jit.script(model), tmp_path, settings, data)
     assert "TorchScript model cannot be exported" in untraceable.skipped["cpu-fp32"]
     assert "Not built: cpu-fp32 (" in gates_section(untraceable)
+
+
+def test_without_torchscript_a_build_with_no_package_to_serve_fails_saying_why(tmp_path: Path) -> None:
+    model = TinyImageNet().eval()
+    images = torch.randn(4, 3, 16, 16, generator=torch.Generator().manual_seed(2))
+    data = GateData([(images,)], None, (check_images(16),), ({0: torch.export.Dim("batch", min=1, max=4)},))
+    why = "the exported program traced into TorchScript serves only the batch size it was traced on"
+    settings = CompileSettings(targets=(), max_batch_size=4, torchscript_precisions=("bf16",))
+    with pytest.raises(
+        NothingToServeError, match=f"{why}, and no AOTInductor package passed to serve instead"
+    ):
+        build_and_gate(model, None, tmp_path, settings, data, no_torchscript=why)
+    untraceable = DataDependent()  # the fp32 package added in TorchScript's place cannot be exported either
+    cpu = CompileSettings(targets=("cpu-bf16",), max_batch_size=4, torchscript_precisions=())
+    with pytest.raises(NothingToServeError, match=r"cpu-bf16 not built \(.*\); cpu-fp32 not built"):
+        build_and_gate(untraceable, None, tmp_path, cpu, data, no_torchscript=why)

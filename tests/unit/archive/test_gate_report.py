@@ -43,3 +43,18 @@ def test_rewriting_replaces_the_section_and_keeps_the_training_report(tmp_path: 
     text = write_gates_section(tmp_path, outcome(), "bert_intent").read_text()
     assert text.startswith("# Intent classifier report\n\ntraining figures\n\n" + HEADING)
     assert text.count(HEADING) == 1
+
+
+def test_without_torchscript_the_section_names_the_eager_reference_and_what_serves(tmp_path: Path) -> None:
+    program_only = outcome()
+    program_only.no_torchscript = (
+        "the exported program traced into TorchScript serves only the batch size it was traced on"
+    )
+    program_only.compiled_models = ["model.cpu-bf16.pt2"]
+    text = write_gates_section(tmp_path, program_only, "lite").read_text()
+    assert "| eager fp32 (reference) | 0.99 |  | the reference, not served |" in text
+    assert "torchscript-fp32 (reference)" not in text
+    assert (
+        "**No TorchScript**: the exported program traced into TorchScript serves only the batch size "
+        "it was traced on. The archive serves its packages that passed (model.cpu-bf16.pt2)"
+    ) in text

@@ -37,7 +37,21 @@ def export_here(spec: ModelSpec, root: Path) -> None:
 
 def test_missing_artifacts_are_exported(tmp_path: Path) -> None:
     spec = make_spec(tmp_path)
-    assert needs_export(spec, tmp_path).startswith("no model.pt")
+    assert needs_export(spec, tmp_path).startswith("no handler_config.json, labels.json in ")
+    export_here(spec, tmp_path)
+    (spec.artifact_dir / artifacts.MODEL_FILE).unlink()
+    assert needs_export(spec, tmp_path).startswith("no model.pt in ")
+
+
+def test_an_export_without_torchscript_needs_no_model_file(tmp_path: Path) -> None:
+    """An exported program that does not trace into TorchScript: its handler config says so."""
+    spec = make_spec(tmp_path)
+    export_here(spec, tmp_path)
+    (spec.artifact_dir / artifacts.MODEL_FILE).unlink()
+    artifacts.write_json(
+        spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE, {**HANDLER_CONFIG, "model_file": ""}
+    )
+    assert needs_export(spec, tmp_path) is None
 
 
 def test_current_artifacts_are_kept_and_handler_edits_do_not_count(tmp_path: Path) -> None:

@@ -84,6 +84,12 @@ def resolve_target(name: str, work_dir: Path, build_dir: Path | None = None) -> 
         for f in (artifacts.MODEL_FILE, artifacts.HANDLER_CONFIG_FILE)
         if not (spec.artifact_dir / f).exists()
     ]
+    handler = spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE
+    if missing and handler.exists() and not artifacts.read_json(handler).get("model_file", True):
+        raise FileNotFoundError(
+            f"{name}: its archive has no TorchScript (an exported program that does not trace into "
+            "one), and the in-process sweep measures TorchScript: sweep it through TorchServe (`tsbatch tune`)"
+        )
     if missing:
         raise FileNotFoundError(f"{name}: {spec.artifact_dir} lacks {missing}; run `make archive` first")
     return spec.kind.sweep_module().archive_target(name, spec.artifact_dir)

@@ -50,6 +50,7 @@ from tsbatch.analysis.tune.mar import MarInfo, models_entry_base, read_mar, repa
 from tsbatch.analysis.tune.point import EveryPointFails, ManifestPointRunner, MarPointRunner, PointRunner
 from tsbatch.analysis.tune.report import ModelReport, finish, recommended_settings, report_model
 from tsbatch.analysis.tune.search import FULL_LOAD, FULL_SPACE, QUICK_LOAD, QUICK_SPACE, SearchSpace, search
+from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.variants import default_variant, variant_spec
 from tsbatch.client.load import LoadSpec
@@ -233,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[tune] FAILED: {exc}", file=sys.stderr)
         return 1
     if run.manifest is not None:
-        unbuilt = [n for n in run.names if not (run.manifest.model(n).artifact_dir / "model.pt").exists()]
+        exported = artifacts.HANDLER_CONFIG_FILE  # every export writes it, TorchScript or not
+        unbuilt = [n for n in run.names if not (run.manifest.model(n).artifact_dir / exported).exists()]
         if unbuilt:
             print(f"[tune] FAILED: {unbuilt} not exported; run `make archive` first", file=sys.stderr)
             return 1

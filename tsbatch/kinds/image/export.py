@@ -7,14 +7,21 @@ torch hub cache, then a download), and offline the fallback: the same architectu
 here on scikit-learn's bundled handwritten digits. Each goes through the same TorchScript
 export, verification, gates and packaging; whatever is used is recorded in the artifact.
 The build fails (non-zero exit) when verification or the accuracy gate fails.
+
+An exported program whose graph traced into TorchScript fails verification at another
+batch size (a network that reshapes by its batch, ``x.view(bs, -1)``: tracing bakes the
+traced batch in) has no TorchScript form: the program itself is verified, its AOTInductor
+packages are the archive's artifacts, and the build says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -23,7 +30,13 @@ import torchvision
 from batchkit.images import check_images
 from batchkit.worker import optimize_for_serving
 from tsbatch.archive import artifacts
-from tsbatch.archive.compiled import GateData, GateOutcome, build_and_gate, compile_settings
+from tsbatch.archive.compiled import (
+    GateData,
+    GateOutcome,
+    NothingToServeError,
+    build_and_gate,
+    compile_settings,
+)
 from tsbatch.archive.gate_report import write_gates_section
 from tsbatch.archive.gates import Batch, Scorer, top1_accuracy
 from tsbatch.archive.int8.candidate import Int8Plan
@@ -34,6 +47,7 @@ from tsbatch.kinds.image.digits import train_on_digits
 from tsbatch.kinds.image.kind import IMAGE
 from tsbatch.kinds.image.schema import ImageModel
 from tsbatch.kinds.image.weights import (
+    ExportedClassifier,
     ExportError,
     ResolvedWeights,
     load_torchvision_weights,
@@ -80,7 +94,7 @@ def to_torchscript(resolved: ResolvedWeights) -> tuple[torch.jit.ScriptModule, s
 
 def verify(
     resolved: ResolvedWeights,
-    scripted: torch.jit.ScriptModule,
+    scripted: torch.nn.Module,
     atol: float,
     batch_sizes: list[int],
     optimized: torch.jit.ScriptModule | None = None,
@@ -125,15 +139,55 @@ def gate_data(resolved: ResolvedWeights, batch_size: int) -> tuple[list[Batch], 
     return [(chunk,) for chunk in images.split(batch_size)], top1_accuracy(targets)
 
 
+def verified_torchscript(
+    resolved: ResolvedWeights, spec: ModelSpec
+) -> tuple[torch.jit.ScriptModule | None, str, dict[str, float], str]:
+    """The TorchScript module, how it was made, its verification and, for an exported
+    program that does not trace into a module serving every batch size, None and why (the
+    program itself verified instead); any other verification failure raises."""
+    config = spec.entry_as(ImageModel)
+    atol, sizes = config.verify.atol, list(config.verify.batch_sizes)
+    scripted, made = to_torchscript(resolved)
+    try:
+        optimized = optimize_for_serving(scripted) if config.optimize else None
+        return scripted, made, verify(resolved, scripted, atol, sizes, optimized=optimized), ""
+    except Exception as exc:
+        if not isinstance(resolved.model, ExportedClassifier) or made != "traced":
+            raise
+        failure = (str(exc).strip().splitlines() or [""])[-1][:200]
+        if not failure.startswith(type(exc).__name__):
+            failure = f"{type(exc).__name__}: {failure}"
+        why = f"the exported program traced into TorchScript serves only the batch size it was traced on ({failure})"
+    print(f"[export] no TorchScript: {why}; verifying the program itself, serving its packages")
+    if config.runtime == "torchscript":
+        raise ExportError(f"runtime: torchscript, but {why}: set runtime to auto or aoti")
+    program = resolved.model
+    return None, "none", verify(replace(resolved, model=None), program, atol, sizes), why
+
+
+def channels_last(model: torch.nn.Module, crop_size: int) -> torch.nn.Module:
+    """``model`` with channels-last weights (what the packages compile fastest from), or as
+    it is where that breaks it (a ``view`` of an activation that is then not contiguous)."""
+    try:
+        converted = copy.deepcopy(model).to(memory_format=torch.channels_last)
+        with torch.inference_mode():
+            converted(torch.zeros(2, 3, crop_size, crop_size))
+    except RuntimeError as exc:
+        print(f"[export] compiling from contiguous weights: channels-last breaks the model ({exc})"[:300])
+        return model
+    return converted
+
+
 def compile_and_gate(
-    resolved: ResolvedWeights, scripted: torch.jit.ScriptModule, spec: ModelSpec
+    resolved: ResolvedWeights,
+    scripted: torch.jit.ScriptModule | None,
+    spec: ModelSpec,
+    no_torchscript: str = "",
 ) -> GateOutcome:
     """.pt2 packages for what the build host serves, gated with the TorchScript candidates."""
     config = spec.entry_as(ImageModel)
     settings = compile_settings(config.compile)
-    eager = resolved.model
-    if eager is not None:
-        eager = eager.to(memory_format=torch.channels_last)
+    eager = None if resolved.model is None else channels_last(resolved.model, resolved.crop_size)
     batches, score = gate_data(resolved, min(8, settings.max_batch_size))
     batch = torch.export.Dim("batch", min=1, max=settings.max_batch_size)
     data = GateData(
@@ -147,27 +201,22 @@ def compile_and_gate(
     if eager is not None and any(target.endswith("-int8") for target in settings.targets):
         calibration, source = calibration_batches(resolved, config.compile.calibration)
         int8 = Int8Plan(calibration, f"static, calibrated on {source}")
-    return build_and_gate(eager, scripted, spec.artifact_dir, settings, data, int8=int8)
+    return build_and_gate(eager, scripted, spec.artifact_dir, settings, data, int8, no_torchscript)
 
 
 def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path | None = None) -> Path:
     """Build ``build/<model>/``: TorchScript, labels, handler config and build info."""
     config = spec.entry_as(ImageModel)
     resolved = resolve_weights(spec, weights_path, labels_path)
-    scripted, made = to_torchscript(resolved)
-    atol, optimize = config.verify.atol, config.optimize
-    report = verify(
-        resolved,
-        scripted,
-        atol,
-        list(config.verify.batch_sizes),
-        optimized=optimize_for_serving(scripted) if optimize else None,
-    )
+    scripted, made, report, no_torchscript = verified_torchscript(resolved, spec)
     out = spec.artifact_dir
     out.mkdir(parents=True, exist_ok=True)
-    gates = compile_and_gate(resolved, scripted, spec)
+    gates = compile_and_gate(resolved, scripted, spec, no_torchscript)
     write_gates_section(out, gates, spec.name)
-    scripted.save(str(out / artifacts.MODEL_FILE))
+    if scripted is not None:
+        scripted.save(str(out / artifacts.MODEL_FILE))
+    else:
+        (out / artifacts.MODEL_FILE).unlink(missing_ok=True)  # an earlier build's
     artifacts.write_json(out / artifacts.LABELS_FILE, resolved.labels)
     found = {
         "weights": resolved.source,
@@ -175,8 +224,10 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
         "crop_size": resolved.crop_size,
         "mean": list(resolved.mean),
         "std": list(resolved.std),
-        "optimize_atol": atol,
-        "reduced_decode_gate": dataclasses.asdict(gate_reduced_decoding(out, scripted, resolved)),
+        "optimize_atol": config.verify.atol,
+        "reduced_decode_gate": dataclasses.asdict(
+            gate_reduced_decoding(out, scripted if scripted is not None else resolved.model, resolved)
+        ),
         **gates.handler_fields(),
     }
     artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, IMAGE.handler_config(spec.name, config, found))
@@ -194,7 +245,8 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
             "torchvision": torchvision.__version__,
         },
     )
-    print(f"[export] {spec.name}: {resolved.source} -> {out / artifacts.MODEL_FILE}")
+    served = out / artifacts.MODEL_FILE if scripted is not None else ", ".join(gates.compiled_models)
+    print(f"[export] {spec.name}: {resolved.source} -> {served}")
     return out
 
 
@@ -214,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         manifest = load_manifest(args.manifest)
         export(manifest.model(args.model or manifest.first_of_kind(IMAGE)), args.weights, args.labels)
-    except (ExportError, ManifestError) as exc:
+    except (ExportError, ManifestError, NothingToServeError) as exc:
         print(f"[export] FAILED: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -20,7 +20,7 @@ from batchkit.loader import (
     persistent_inductor_cache,
     unchecked_reason,
 )
-from batchkit.planner import Reason, plan
+from batchkit.planner import NothingToServeError, Reason, plan
 from batchkit.precision import cpu_identity
 from batchkit.tolerance import probabilities_disagree
 from tests.conftest import TINY_CROP
@@ -267,3 +267,44 @@ def test_torchscript_recorded_on_the_cpu_is_not_checked_on_a_gpu(tiny_image_mode
     assert unchecked_reason(handler, package, "cuda") == Reason(
         "unchecked", "no recorded check outputs in this archive: not checked"
     )
+
+
+@pytest.fixture
+def program_only_dir(tiny_compiled_model_dir):
+    """The tiny archive as a program that does not trace is built: packages, no TorchScript."""
+    model_dir, config = tiny_compiled_model_dir
+    (model_dir / "model.pt").unlink()
+    handler = config["handler"]
+    records = {name: rows for name, rows in handler["check_outputs"].items() if name.startswith("aoti-")}
+    timings = {
+        **handler["timings_ms"],
+        "ms": {n: ms for n, ms in handler["timings_ms"]["ms"].items() if n in records},
+    }
+    fields = {"model_file": "", "check_outputs": records, "timings_ms": timings, "runtime": "auto"}
+    return model_dir, {**handler, **fields}
+
+
+def test_an_archive_without_torchscript_serves_its_package_in_slices(program_only_dir) -> None:
+    model_dir, handler = program_only_dir
+    served = load(model_dir, handler, "auto", max_batch_size=8)  # exported for batches of 4
+    assert served.runtime == "aoti" and served.max_batch == 4
+    assert any(r.code == "no-torchscript" and "slices of 4" in r.detail for r in served.reasons)
+    with torch.inference_mode():
+        together = served(images(8))
+        alone = torch.cat([served(image[None]) for image in images(8)])
+    assert torch.allclose(together, alone, atol=1e-4)
+
+
+def test_an_archive_without_torchscript_whose_packages_cannot_serve_fails_the_worker_saying_why(
+    program_only_dir,
+) -> None:
+    model_dir, handler = program_only_dir
+    for package in model_dir.glob("model.*.pt2"):
+        package.write_bytes(b"not a zip archive")
+    with pytest.raises(
+        NothingToServeError, match="no TorchScript model and none of its AOTInductor"
+    ) as error:
+        load(model_dir, handler, "fp32")
+    assert "aoti-cpu-fp32 did not load" in str(error.value) and "tsbatch archive" in str(error.value)
+    with pytest.raises(NothingToServeError, match="cpu-flags"):
+        load(model_dir, {**handler, "compiled_cpu_flags": ["no_such_flag"]}, "fp32")

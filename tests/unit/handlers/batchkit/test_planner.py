@@ -10,7 +10,7 @@ import pytest
 
 from batchkit.candidates import ServingCandidate
 from batchkit.config import ModelConfig, from_mapping
-from batchkit.planner import Host, Plan, plan, runnable_rows
+from batchkit.planner import Host, NothingToServeError, Plan, nothing_to_serve, plan, runnable_rows
 
 XEON = "Intel(R) Xeon(R) CPU with AVX-512 BF16, no AMX"
 OTHER = "AMD EPYC 9654 96-Core Processor"
@@ -205,3 +205,58 @@ def test_benchmark_rows_follow_the_same_rules() -> None:
     }
     rows, _ = runnable_rows(config(packages=("bf16", "int8"), ms=INT8_FAST), host(batch_size=16))
     assert [row.name for row in rows] == ["torchscript-fp32", "torchscript-bf16"]
+
+
+def program_only(
+    packages: tuple[str, ...] = ("fp32", "bf16"), ms: dict[str, float] | None = None, **fields: Any
+):
+    """An archive built from an exported program that does not trace into TorchScript: no
+    model.pt, no TorchScript record or timing, only its packages."""
+    built = [ServingCandidate("aoti", "cpu", p) for p in packages]
+    timed = {"aoti-cpu-fp32": 9.0, "aoti-cpu-bf16": 11.0} if ms is None else ms
+    values = {
+        "model_file": "",
+        "compiled_models": [c.file_name for c in built],
+        "check_outputs": {c.name: [[1.0]] for c in built},
+        "timings_ms": {"cpu_model": XEON, "batch_size": 8, "ms": timed},
+        **fields,
+    }
+    return config(packages, **values)
+
+
+def test_without_torchscript_the_fastest_package_serves_and_the_others_follow() -> None:
+    planned = plan(program_only(), host())
+    assert names(planned) == ["aoti-cpu-fp32", "aoti-cpu-bf16"]  # no margin to beat, nothing after
+    assert [reason.code for reason in planned.reasons[:2]] == ["measured", "no-torchscript"]
+    assert "the fastest serves" in planned.reasons[0].detail
+    by_flags = plan(program_only(), host(cpu_model=OTHER))  # native bf16 first, fp32 next
+    assert names(by_flags) == ["aoti-cpu-bf16", "aoti-cpu-fp32"]
+    assert codes(by_flags)[""] == "no-torchscript"
+    pinned = plan(program_only(), host(cpu_model=OTHER, precision_setting="fp32"))
+    assert names(pinned) == ["aoti-cpu-fp32", "aoti-cpu-bf16"]
+
+
+def test_without_torchscript_a_batch_beyond_the_export_bound_runs_the_package_in_slices() -> None:
+    planned = plan(program_only(), host(batch_size=32))
+    assert names(planned) == ["aoti-cpu-fp32", "aoti-cpu-bf16"]
+    assert "batches of 32 run in slices of 8" in next(
+        r.detail for r in planned.reasons if r.code == "no-torchscript"
+    )
+
+
+def test_without_torchscript_a_host_that_can_run_no_package_gets_an_empty_plan_saying_why() -> None:
+    planned = plan(program_only(), host(flags=frozenset({"sse4_2"})))
+    assert planned.candidates == ()
+    assert codes(planned)["aoti-cpu-fp32"] == codes(planned)["aoti-cpu-bf16"] == "cpu-flags"
+    with pytest.raises(
+        NothingToServeError, match="no TorchScript model and none of its AOTInductor packages"
+    ):
+        assert planned.first is None
+    gpu = plan(program_only(), host(device_type="cuda", cuda_bf16=True))
+    assert gpu.candidates == () and "rebuild it on a machine like this one" in nothing_to_serve(gpu)
+
+
+def test_without_torchscript_benchmark_rows_are_the_packages() -> None:
+    rows, skipped = runnable_rows(program_only(), host(flags=AVX2))
+    assert [row.name for row in rows] == ["aoti-cpu-fp32"]
+    assert {reason.candidate: reason.code for reason in skipped} == {"aoti-cpu-bf16": "emulated"}

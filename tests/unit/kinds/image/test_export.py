@@ -11,7 +11,9 @@ import torch
 import torchvision
 
 from batchkit.worker import optimize_for_serving
+from tests.conftest import BatchFlattening
 from tsbatch.archive import artifacts
+from tsbatch.archive.compiled import NothingToServeError
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.kinds.image.export import export, resolve_weights, verify
 from tsbatch.kinds.image.weights import ExportError, load_user_weights
@@ -130,3 +132,27 @@ def test_each_user_source_of_another_architecture_exports_and_verifies(
         assert torch.allclose(served(images), model(images), atol=1e-4)
     config = artifacts.read_json(out / artifacts.HANDLER_CONFIG_FILE)
     assert (config["architecture"], config["crop_size"]) == (ARCHITECTURE, CROP)
+
+
+def test_a_program_that_traces_for_one_batch_size_is_built_without_torchscript_or_refused_saying_why(
+    tmp_path: Path,
+) -> None:
+    """No package target here, so nothing would serve: the build stops with why (the
+    integration test builds and serves its package)."""
+    torch.manual_seed(0)
+    save_weights(BatchFlattening(len(LABELS)).eval(), tmp_path / "flat.pt2")
+    (tmp_path / "labels.txt").write_text("\n".join(LABELS))
+    spec = replace(load_manifest().model("resnet18"), build_dir=tmp_path / "build").with_settings(
+        weights={"path": str(tmp_path / "flat.pt2"), "labels": str(tmp_path / "labels.txt")},
+        preprocessing={"resize_size": 36, "crop_size": CROP, "mean": [0.5] * 3, "std": [0.25] * 3},
+        compile={"targets": [], "torchscript_precisions": []},
+        verify={"batch_sizes": [1, 3]},
+    )
+    with pytest.raises(NothingToServeError) as error:
+        export(spec)
+    assert "serves only the batch size it was traced on (RuntimeError: mat1 and mat2 shapes" in str(
+        error.value
+    )
+    assert "no AOTInductor package passed to serve instead (no target)" in str(error.value)
+    with pytest.raises(ExportError, match="runtime: torchscript, but the exported program traced into"):
+        export(spec.with_settings(runtime="torchscript"))
