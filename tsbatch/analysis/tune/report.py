@@ -43,7 +43,7 @@ def read_points_csv(path: Path) -> list[TunePoint]:
         for raw in csv.DictReader(handle):
             values: dict[str, Any] = {}
             for key, kind in types.items():
-                text = raw[key]
+                text = raw.get(key) or ""  # a column an older report lacks is empty
                 if kind == "int":
                     values[key] = int(text)
                 elif kind == "int | None":
