@@ -11,7 +11,7 @@ SERVE_DIR := .serve
 PYTEST_ARGS ?=
 
 .PHONY: help install kserve-sdk java archive plugins serve stop status doctor check-config test test-tools test-unit \
-        test-integration bench bench-intent bench-client bench-overload lint loadtest loadtest-ui sweep tune gpu-check image clean
+        test-integration bench bench-photos bench-intent bench-client bench-overload lint loadtest loadtest-ui sweep tune gpu-check image clean
 
 help: ## List the commands
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -79,6 +79,9 @@ lint: $(INSTALLED) ## ruff
 bench: install archive ## Served vs in-process ResNet throughput under 16 clients
 	$(TSBATCH) bench resnet
 	$(TSBATCH) bench multi-input
+
+bench-photos: install ## Real photos 224x224 to 48 MP served: reference vs reduced decoding vs the stock handler (ARGS="--sizes 4032x3024")
+	$(TSBATCH) bench photos $(ARGS)
 
 bench-intent: install archive ## Intent handler vs the usual pad-to-128 handler under 16 clients (ARGS="--settings 2x1 --duration 30")
 	$(TSBATCH) bench intent $(ARGS)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # GPU check: every code path no CPU test reaches (docs/precision-and-runtime.md lists them),
 # in one run that ends with one summary table (summary_table.md):
+#   0. real photos (1920x1080, 12 MP, 48 MP) decoded on the device against the CPU decode pool,
+#      first, with no build (GPU_CHECK_PHOTO_SIZES; '' skips it);
 #   1. the archives rebuilt with their CUDA AOTInductor packages, gated against fp32;
 #   2. the in-process batch-size sweep of both models, fp32/fp16/bf16 and the .pt2 packages;
 #   3. bf16 and fp16 served through a real TorchServe on the GPU (TSBATCH_REQUIRE_CUDA=1),
@@ -57,6 +59,8 @@ LOCUST_TIME=${GPU_CHECK_LOCUST_TIME:-20s}
 LOCUST_USERS=${GPU_CHECK_LOCUST_USERS:-16}
 DECODE_THREADS=${GPU_CHECK_DECODE_THREADS:-4}  # the CPU decode pool the device is measured against
 DECODE_SECONDS=${GPU_CHECK_DECODE_SECONDS:-15} # measured seconds per served decode run (step 4)
+# Real photos decoded on the device vs the CPU pool, first thing (no build needed; '' skips).
+PHOTO_SIZES=${GPU_CHECK_PHOTO_SIZES-1920x1080,4032x3024,8000x6000}
 LOG="$REPORT_DIR/gpu_check.log"
 : >"$LOG"
 say() { echo "[gpu-check] $*" | tee -a "$LOG"; }
@@ -130,6 +134,14 @@ say "models: $IMAGE_MODEL (image), $TEXT_MODEL (text)"
   "$PY" -c 'import torch, platform; print("python", platform.python_version(), "torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
   "$PY" -m pip list 2>/dev/null | grep -iE '^(torch|torchvision|numpy|transformers|tokenizers|matplotlib) ' || true
 } >"$REPORT_DIR/environment.txt" 2>&1
+
+if [ -n "$PHOTO_SIZES" ]; then
+  started=$(date +%s)
+  say "decoding real photos ($PHOTO_SIZES) on $DEVICE (tensor path) vs the CPU pool ($DECODE_THREADS threads)"
+  "$PY" -m tsbatch.gpucheck.decoding --photos-only --photo-sizes "$PHOTO_SIZES" --device "$DEVICE" \
+    --threads "$DECODE_THREADS" --out "$REPORT_DIR" 2>&1 | tee -a "$LOG"
+  say "photos finished in $(( $(date +%s) - started )) s"
+fi
 
 # AOTInductor packages for this GPU: a CUDA .pt2 can only be compiled where CUDA works, so
 # the archives are rebuilt here (GPU_CHECK_BUILD=0 skips it); the build compiles what this

@@ -91,7 +91,7 @@ class ImageModelConfig(ModelConfig):
     mean: tuple[float, ...]
     std: tuple[float, ...]
     max_image_pixels: int = 40_000_000
-    max_body_bytes: int = 4 * 1024 * 1024
+    max_body_bytes: int = 16 * 1024 * 1024
     max_inputs_per_request: int = 32
     # Freeze + optimize_for_inference at load time (checked against the plain module
     # within optimize_atol; the worker falls back to the plain module otherwise).

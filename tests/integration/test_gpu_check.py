@@ -33,6 +33,7 @@ def test_gpu_check_runs_every_step_and_ends_with_one_table(model_store: Path, tm
         "GPU_CHECK_LOCUST_USERS": "4",
         "GPU_CHECK_DECODE_THREADS": "2",
         "GPU_CHECK_DECODE_SECONDS": "3",
+        "GPU_CHECK_PHOTO_SIZES": "1920x1080",  # the photo rows' code on the CPU, at one small size
     }
     out = REPO_ROOT / "reports" / "gpu-check"  # the default OUT_DIR
     shutil.rmtree(out, ignore_errors=True)
@@ -49,7 +50,9 @@ def test_gpu_check_runs_every_step_and_ends_with_one_table(model_store: Path, tm
     table = summary.read_text()
     rows = [line.split(" | ") for line in table.splitlines()[2:]]
     steps = {row[0].lstrip("| ") for row in rows}
-    assert {"build gate", "sweep", f"serve {precision}", "decode", "serve decode"} <= steps, table
+    assert {"build gate", "sweep", f"serve {precision}", "decode", "serve decode", "decode photo"} <= steps, (
+        table
+    )
     decoded = {row[2] for row in rows if row[0].lstrip("| ") in ("decode", "serve decode")}
     expected = {"mixed JPEG+PNG batch on cpu", "pil x2 on the CPU", "tensor on cpu", "pil x2", "tensor x1"}
     assert expected <= decoded, table

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -73,3 +74,45 @@ def test_make_tune_quick_measures_reports_and_applies_the_winner(model_store: Pa
         line for line in properties.read_text().splitlines() if line.startswith("#")
     ]
     assert f'"batchSize": {winner.batch_size}' in (out / "recommended.properties").read_text()
+
+
+def test_tune_sizes_the_decode_pool_for_the_users_photos(model_store: Path, tmp_path: Path) -> None:
+    """12 MP photos as the user's --requests: one point per decode pool at the same batch;
+    the pool that served them faster wins and is written into config.properties."""
+    from tsbatch.kinds.image.photos import photo_jpegs
+
+    requests_dir = tmp_path / "photos"
+    requests_dir.mkdir()
+    for index, body in enumerate(photo_jpegs(4032, 3024, 4)):
+        (requests_dir / f"photo{index}.jpg").write_bytes(body)
+    sla_file = tmp_path / "sla.yaml"
+    sla_file.write_text(
+        yaml.safe_dump({"default_profile": "lenient", "profiles": {"lenient": {"resnet18": LENIENT}}})
+    )
+    properties = tmp_path / "config.properties"
+    shutil.copy(REPO_ROOT / "config.properties", properties)
+    out = tmp_path / "tune"
+    command = [
+        sys.executable, "-m", "tsbatch", "tune", "--model", "resnet18", "--requests", str(requests_dir),
+        "--sla-file", str(sla_file), "--out", str(out), "--apply", str(properties),
+        "--batch-sizes", "8", "--delays", "10", "--workers", "1", "--decode-threads", "1,2",
+        "--concurrency", "8", "--warmup-s", "2", "--measure-s", "5",
+    ]  # fmt: skip
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
+    assert "then decodeThreads [1, 2]" in result.stdout and str(requests_dir) in result.stdout
+
+    points = read_points_csv(out / "resnet18.csv")
+    assert [(p.batch_size, p.workers, p.decode_threads) for p in points] == [(8, 1, 1), (8, 1, 2)]
+    assert all(p.failure is None and p.error_rate == 0 and p.requests > 5 for p in points)
+    one, two = points
+    print(
+        f"\n[tune] 12 MP photos, b8 w1: decodeThreads 1 {one.throughput_rps:.1f} rps, 2 {two.throughput_rps:.1f} rps"
+    )
+    winner = select_configuration(points, Sla(model="resnet18", profile="lenient", **LENIENT)).winner
+    assert winner is not None
+    applied = model_settings(read_properties(properties))["resnet18"]
+    assert applied["decodeThreads"] == winner.decode_threads
+    # Which pool is faster is the benchmark's to show (tsbatch bench photos): shared cores blur it here.
+    assert "resnet18 b8 d10 w1 t2" in result.stdout
+    assert "decodeThreads" in (out / "summary.md").read_text()

@@ -91,6 +91,7 @@ class TunePoint:
     requests: int = 0
     seconds: float = 0.0
     failure: str | None = None  # set when the point could not be measured (server did not start ...)
+    decode_threads: int | None = None  # the worker's decode pool, where the tuner set one
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -99,13 +100,16 @@ class TunePoint:
     @property
     def label(self) -> str:
         workers = "worker" if self.workers == 1 else "workers"
+        threads = "" if self.decode_threads is None else f" decodeThreads={self.decode_threads}"
         return (
             f"batchSize={self.batch_size} maxBatchDelay={self.max_batch_delay_ms}ms {self.workers} {workers}"
+            + threads
         )
 
     @property
     def short_label(self) -> str:
-        return f"b{self.batch_size} d{self.max_batch_delay_ms} w{self.workers}"
+        threads = "" if self.decode_threads is None else f" t{self.decode_threads}"
+        return f"b{self.batch_size} d{self.max_batch_delay_ms} w{self.workers}{threads}"
 
 
 def sla_violations(point: TunePoint, sla: Sla) -> list[str]:

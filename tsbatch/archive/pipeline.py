@@ -73,7 +73,9 @@ def needs_export(spec: ModelSpec, root: Path = REPO_ROOT) -> str | None:
         return f"its handler config does not fit this toolkit's ({exc})"
     recorded = artifacts.read_json(stamp)
     current = export_inputs(spec, root)
-    if recorded.get("manifest_entry") != current["manifest_entry"]:
+    # Serving keys recorded by an older toolkit are not what the export was made from.
+    entry = {k: v for k, v in (recorded.get("manifest_entry") or {}).items() if k not in SERVING_KEYS}
+    if entry != current["manifest_entry"]:
         return "its manifest entry changed"
     if recorded.get("files") != current["files"]:
         changed = sorted(set(recorded.get("files", {}).items()) ^ set(current["files"].items()))

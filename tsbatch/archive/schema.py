@@ -84,7 +84,7 @@ COMMON_HANDLER_KEYS: dict[str, Any] = {
 }
 # Keys the handler reads at serving time only: packaging copies them into the handler
 # config, so changing one repackages (seconds) instead of exporting again.
-SERVING_KEYS = ("max_inputs_per_request",)
+SERVING_KEYS = ("max_inputs_per_request", "max_body_bytes")
 
 EntryT = TypeVar("EntryT", bound=Common)
 

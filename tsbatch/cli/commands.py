@@ -179,6 +179,15 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                         "tsbatch.bench.resnet:main",
                     ),
                     Command(
+                        "photos",
+                        "real photos per size, reference and reduced JPEG decoding, beside TorchServe's stock handler",
+                        (
+                            "tsbatch bench photos",
+                            "tsbatch bench photos --sizes 1920x1080,4032x3024 --duration 10",
+                        ),
+                        "tsbatch.bench.photos:main",
+                    ),
+                    Command(
                         "overload",
                         "the ResNet at 0.5x-2x its capacity, deadline shedding off and on: goodput and p99",
                         (

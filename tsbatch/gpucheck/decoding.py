@@ -1,6 +1,8 @@
 """The decode half of ``scripts/gpu_check.sh``: JPEGs decoded on the device (the tensor
 path of ``batchkit.decode``: one batched ``decode_jpeg`` call, resampled there) against
-the CPU decode pool, in-process and served at 224x224, as rows of the summary table.
+the CPU decode pool, in-process and served at 224x224, as rows of the summary table; and
+real photos at camera sizes (1920x1080, 12 MP, 48 MP; ``--photos-only``, which needs no
+build and runs in the script's first minutes) decoded in process both ways.
 
 The served model is the built image classifier's TorchScript (``--model``, default: the
 first image model of models.yaml) fed 224x224 crops (resize 256,
@@ -34,6 +36,8 @@ from tsbatch.bench.decoding import decode_rate
 from tsbatch.bench.model_option import add_model_option, chosen_model
 from tsbatch.bench.resnet import payload_images
 from tsbatch.client.load import LoadDriver, LoadSpec
+from tsbatch.gpucheck.serving import PHOTO_RESULTS_FILE
+from tsbatch.kinds.image.photos import PHOTO_SIZES, photo_jpegs
 from tsbatch.paths import REPO_ROOT
 from tsbatch.server.process import start_instance
 
@@ -114,6 +118,34 @@ def decode_rows(config: ImageModelConfig, device: str, threads: int, seconds: fl
     ]
 
 
+def photo_config() -> ImageModelConfig:
+    """The ImageNet shape's decoding settings, with no model: what photo rows decode for."""
+    files = {"model_name": "photos", "model_file": "-", "labels_file": "-", "weights": "none"}
+    return from_mapping(ImageModelConfig, {**files, **IMAGENET})
+
+
+def photo_rows(
+    config: ImageModelConfig, device: str, threads: int, seconds: float, sizes: list[str], count: int = 4
+) -> list[dict[str, Any]]:
+    """Real photos per size decoded in process: the tensor path on the device (one batched
+    call, full size, resampled there) against the CPU pool; the pixel limit is lifted to the
+    photo so the row measures decoding, whatever the served limit."""
+    rows = []
+    for size in sizes:
+        width, height = PHOTO_SIZES[size]
+        photos = photo_jpegs(width, height, count)
+        sized = replace(config, max_image_pixels=max(config.max_image_pixels, width * height))
+        pool = decode_rate(sized, photos, "pil", threads, count, seconds)
+        on_device = decode_rate(sized, photos, "tensor", 1, count, seconds, torch.device(device))
+        megabytes = sum(map(len, photos)) / len(photos) / 1e6
+        detail = (
+            f"{on_device:.1f} img/s on {device} vs {pool:.1f} img/s pil x{threads} on the CPU "
+            f"({on_device / pool:.2f}x; {megabytes:.1f} MB JPEGs, batches of {count})"
+        )
+        rows.append(row(config.model_name, "decode photo", size, pool > 0 and on_device > 0, detail))
+    return rows
+
+
 def served_rows(model: str, build: Path, threads: int, seconds: float, out: Path) -> list[dict[str, Any]]:
     """req/s at 224x224 served with the tensor path and with the CPU pool (one worker each)."""
     repo = load_manifest()
@@ -154,8 +186,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seconds", type=float, default=15.0, help="measured seconds per served run")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "gpu-check")
+    parser.add_argument(
+        "--photo-sizes",
+        default="1920x1080,4032x3024,8000x6000",
+        help=f"real photos decoded per size, comma-separated, of {', '.join(PHOTO_SIZES)} ('' for none)",
+    )
+    parser.add_argument(
+        "--photos-only",
+        action="store_true",
+        help="only the photo sizes (no build needed): the script's first step",
+    )
     add_model_option(parser, "image")
     args = parser.parse_args(argv)
+    sizes = [size for size in args.photo_sizes.split(",") if size]
+    unknown = [size for size in sizes if size not in PHOTO_SIZES]
+    if unknown:
+        parser.error(f"unknown photo sizes {unknown}; choose from {', '.join(PHOTO_SIZES)}")
+    if args.photos_only:
+        return photos_main(args, sizes)
     manifest = load_manifest()
     try:
         model = chosen_model(args.model, "image", manifest)
@@ -174,6 +222,20 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the summary table says what failed; the other steps still count
         rows.append(row(model, "decode", "", False, f"{type(exc).__name__}: {str(exc)[:300]}"))
     (args.out / RESULTS_FILE).write_text(json.dumps(rows, indent=2))
+    for line in rows:
+        print(f"[gpu-check] {line['step']} {line['served']}: {line['detail']}")
+    return 0 if all(line["ok"] for line in rows) else 1
+
+
+def photos_main(args: argparse.Namespace, sizes: list[str]) -> int:
+    """The photo rows alone, into their own results file (the summary reads it)."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(1)
+    try:
+        rows = photo_rows(photo_config(), args.device, args.threads, min(args.seconds, 3.0), sizes)
+    except Exception as exc:  # the summary table says what failed
+        rows = [row("photos", "decode photo", "", False, f"{type(exc).__name__}: {str(exc)[:300]}")]
+    (args.out / PHOTO_RESULTS_FILE).write_text(json.dumps(rows, indent=2))
     for line in rows:
         print(f"[gpu-check] {line['step']} {line['served']}: {line['detail']}")
     return 0 if all(line["ok"] for line in rows) else 1

@@ -36,6 +36,7 @@ from tsbatch.server.served import served_decision, worker_rss_mb
 
 RESULTS_FILE = "serving.json"
 DECODE_RESULTS_FILE = "decoding.json"  # written by tsbatch.gpucheck.decoding
+PHOTO_RESULTS_FILE = "photos.json"  # its photo sizes, measured first (--photos-only)
 
 
 def batch_vs_alone(
@@ -222,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         sweep = {"step": "sweep", "model": "all", "served": "", "ok": args.sweep_status == 0,
                  "detail": f"exit {args.sweep_status}; summary.md", "rss_mb": []}  # fmt: skip
         rows.append(sweep)
-    for steps in (results, args.out / DECODE_RESULTS_FILE):  # served precisions, then decoding
+    # served precisions, then the photo sizes and the decoding
+    for steps in (results, args.out / PHOTO_RESULTS_FILE, args.out / DECODE_RESULTS_FILE):
         rows += json.loads(steps.read_text()) if steps.exists() else []
     text = table(rows)
     (args.out / "summary_table.md").write_text(text + "\n")

@@ -42,7 +42,7 @@ def test_a_request_limit_below_max_body_bytes_says_which_value_to_change(
     (resnet,) = [m for m in messages if "models.resnet18.max_body_bytes" in m]
     assert resnet.startswith("ERROR") and "max_request_size 1000000" in resnet
     assert "Lower max_body_bytes to 749568 (models.yaml), or raise max_request_size" in resnet
-    set_entry(properties, "max_request_size", "5000000")
+    set_entry(properties, "max_request_size", "20000000")
     (base64,) = [m for m in found(properties, tmp_path / "build") if "max_body_bytes" in m]
     assert base64.startswith("WARNING") and "as base64 JSON" in base64
 

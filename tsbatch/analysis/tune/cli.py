@@ -49,7 +49,15 @@ from tsbatch.analysis.options import int_list
 from tsbatch.analysis.tune.mar import MarInfo, models_entry_base, read_mar, repackage
 from tsbatch.analysis.tune.point import EveryPointFails, ManifestPointRunner, MarPointRunner, PointRunner
 from tsbatch.analysis.tune.report import ModelReport, finish, recommended_settings, report_model
-from tsbatch.analysis.tune.search import FULL_LOAD, FULL_SPACE, QUICK_LOAD, QUICK_SPACE, SearchSpace, search
+from tsbatch.analysis.tune.search import (
+    DECODE_THREADS,
+    FULL_LOAD,
+    FULL_SPACE,
+    QUICK_LOAD,
+    QUICK_SPACE,
+    SearchSpace,
+    search,
+)
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.variants import default_variant, variant_spec
@@ -94,6 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-sizes", type=int_list)
     parser.add_argument("--delays", type=int_list, help="maxBatchDelay values in ms")
     parser.add_argument("--workers", type=int_list)
+    parser.add_argument(
+        "--decode-threads",
+        type=int_list,
+        help="image models: decode pools tried at the best point (default 1 and every core; "
+        "none with --quick); pass --requests with your photos so the pool is sized for them",
+    )
     parser.add_argument(
         "--concurrency", type=int, help="closed loop: requests in flight (default 8, like `make loadtest`)"
     )
@@ -174,13 +188,28 @@ def point_runner(
     """How this model's points are served, and what that serves (for the log)."""
     common = (args.properties, run.workloads[name], load, work_root, args.out / "logs")
     if run.mar is not None:
-        return MarPointRunner(run.mar, *common), f"{run.mar.path.name} as packaged"
+        runner: PointRunner = MarPointRunner(run.mar, *common)
+        runner.packaged_decode_threads = run.mar.decode_threads
+        return runner, f"{run.mar.path.name} as packaged"
     assert run.manifest is not None
     spec = run.manifest.model(name)
     variant = args.variant or default_variant(spec.artifact_dir)
     if args.variant:
         spec = variant_spec(spec, work_root, args.variant)
-    return ManifestPointRunner(spec, run.manifest, *common), variant.label
+    runner = ManifestPointRunner(spec, run.manifest, *common)
+    pool = next((key for key in spec.kind.all_worker_keys if key.name == DECODE_THREADS), None)
+    if pool is not None:
+        runner.packaged_decode_threads = run.current.get(name, {}).get(DECODE_THREADS, pool.default)
+    return runner, variant.label
+
+
+def decode_pools(args: argparse.Namespace, packaged: int | None) -> list[int]:
+    """The decode pools to try: the user's, else 1 and every core for a model with a pool."""
+    if args.decode_threads:
+        return args.decode_threads
+    if packaged is None or args.quick:
+        return []
+    return sorted({1, os.cpu_count() or 1})
 
 
 def write_winning_archive(mar: MarInfo, report: ModelReport, out: Path) -> None:
@@ -259,10 +288,13 @@ def main(argv: list[str] | None = None) -> int:
                 delays_ms=args.delays or base_space.delays_ms,
                 workers=workers,
                 min_gain=args.min_gain if args.min_gain is not None else base_space.min_gain,
+                decode_threads=decode_pools(args, runner.packaged_decode_threads),
+                cores=os.cpu_count() or 1,
             )
             print(
-                f"[tune] {name}: batch sizes {space.batch_sizes} x delays {space.delays_ms} ms x workers {space.workers}, "
-                f"{load.describe()}, SLA {sla.profile} p99 <= {sla.p99_ms:g} ms, serving {serving}, "
+                f"[tune] {name}: batch sizes {space.batch_sizes} x delays {space.delays_ms} ms x workers {space.workers}"
+                + (f", then decodeThreads {space.decode_threads}" if space.decode_threads else "")
+                + f", {load.describe()}, SLA {sla.profile} p99 <= {sla.p99_ms:g} ms, serving {serving}, "
                 f"sending {run.workloads[name].source}"
             )
             try:

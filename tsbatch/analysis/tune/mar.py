@@ -44,6 +44,13 @@ class MarInfo:
         keys = ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers", "responseTimeout")
         return {key: self.config[key] for key in keys if key in self.config}
 
+    @property
+    def decode_threads(self) -> int | None:
+        """The decode pool of a toolkit image archive's worker (None: no such pool)."""
+        handler = self.config.get("handler")
+        threads = handler.get("decode_threads") if self.toolkit_built and isinstance(handler, dict) else None
+        return threads if isinstance(threads, int) and not isinstance(threads, bool) else None
+
 
 def read_mar(path: Path) -> MarInfo:
     try:

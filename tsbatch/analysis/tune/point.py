@@ -25,6 +25,7 @@ from typing import Any
 
 from tsbatch.analysis.selection import TunePoint
 from tsbatch.analysis.tune.mar import MarInfo, repackage
+from tsbatch.analysis.tune.search import DECODE_THREADS
 from tsbatch.archive.manifest import Manifest, ModelSpec
 from tsbatch.archive.package import private_store
 from tsbatch.client.load import LoadDriver, LoadSpec
@@ -80,10 +81,15 @@ class PointRunner:
         self.load, self.work_dir, self.log_dir, self.log = load, work_dir, log_dir, log
         self.stopping: list[threading.Thread] = []
         self.last_load_error: str | None = None
+        # The decode pool the archive is packaged with (None: its kind has none).
+        self.packaged_decode_threads: int | None = None
 
-    def __call__(self, batch_size: int, delay_ms: int, workers: int) -> TunePoint:
+    def __call__(
+        self, batch_size: int, delay_ms: int, workers: int, decode_threads: int | None = None
+    ) -> TunePoint:
         model = self.model
-        point = TunePoint(model, batch_size, delay_ms, workers)
+        threads = self.packaged_decode_threads if decode_threads is None else decode_threads
+        point = TunePoint(model, batch_size, delay_ms, workers, decode_threads=threads)
         point_dir = Path(
             tempfile.mkdtemp(prefix=f"{model}-{point.short_label.replace(' ', '-')}-", dir=self.work_dir)
         )
@@ -116,7 +122,9 @@ class PointRunner:
 
     def serve(self, point: TunePoint, point_dir: Path) -> TorchServe:
         """A private TorchServe serving the point's own archive."""
-        settings = settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
+        settings: dict[str, int] = settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
+        if point.decode_threads is not None:
+            settings[DECODE_THREADS] = point.decode_threads
         properties, store = self.stage(settings, point_dir)
         return start_instance(point_dir / "run", store, models=[self.model], source=properties, timeout=180)
 
@@ -204,5 +212,15 @@ class MarPointRunner(PointRunner):
 
     def stage(self, settings: dict[str, int], point_dir: Path) -> tuple[Path, Path]:
         store = point_dir / "model-store"
-        repackage(self.info, store / f"{self.model}.mar", settings)
+        repackage(self.info, store / f"{self.model}.mar", with_decode_threads(self.info, settings))
         return self.properties, store
+
+
+def with_decode_threads(info: MarInfo, settings: dict[str, Any]) -> dict[str, Any]:
+    """An archive's settings with ``decodeThreads`` moved into its handler config, where the
+    toolkit's image worker reads it (a models= entry spells it at the top level)."""
+    settings = dict(settings)
+    threads = settings.pop(DECODE_THREADS, None)
+    if threads is not None:
+        settings["handler"] = {**info.config.get("handler", {}), "decode_threads": threads}
+    return settings

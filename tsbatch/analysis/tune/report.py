@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tsbatch.analysis.selection import Selection, TunePoint, batch_one_baseline, select_configuration
-from tsbatch.analysis.tune.search import TUNED_KEYS
+from tsbatch.analysis.tune.search import DECODE_THREADS, TUNED_KEYS
 from tsbatch.config.properties import QUEUE_KEY, parse_entries, settings_for, update_model_settings
 from tsbatch.sla.profiles import Sla
 
@@ -43,9 +43,11 @@ def read_points_csv(path: Path) -> list[TunePoint]:
         for raw in csv.DictReader(handle):
             values: dict[str, Any] = {}
             for key, kind in types.items():
-                text = raw[key]
+                text = raw.get(key) or ""  # a column an older report lacks is empty
                 if kind == "int":
                     values[key] = int(text)
+                elif kind == "int | None":
+                    values[key] = int(text) if text else None
                 elif "float" in kind:
                     values[key] = float(text) if text != "" else None
                 else:
@@ -117,7 +119,10 @@ def recommended_entry(properties: Path, reports: Sequence[ModelReport]) -> str:
 
 
 def winner_settings(point: TunePoint) -> dict[str, int]:
-    return settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
+    settings = settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
+    if point.decode_threads is not None:
+        settings[DECODE_THREADS] = point.decode_threads
+    return settings
 
 
 def queue_size_for(throughput_rps: float, p99_ms: float, batch_size: int) -> int:
@@ -167,7 +172,7 @@ def render_summary(reports: Sequence[ModelReport], meta: dict[str, Any], entry: 
                 lines.append(
                     "\nNo batch-size-1 configuration met the SLA: batching is what makes it reachable."
                 )
-            current = {k: report.current.get(k) for k in (*TUNED_KEYS, QUEUE_KEY)}
+            current = {k: report.current.get(k) for k in (*TUNED_KEYS, DECODE_THREADS, QUEUE_KEY)}
             lines.append(f"\nconfig.properties now: {current}; recommended: {recommended_settings(report)}")
             lines.append(
                 f"\n{QUEUE_KEY} = measured throughput x p99 target ({selection.winner.throughput_rps:.1f} rps x "
@@ -178,15 +183,16 @@ def render_summary(reports: Sequence[ModelReport], meta: dict[str, Any], entry: 
             "",
             f"![{report.model}]({report.plot_path.name})",
             "",
-            "| batchSize | maxBatchDelay ms | workers | throughput rps | p50 ms | p95 ms | p99 ms | errors | mean batch | verdict |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| batchSize | maxBatchDelay ms | workers | decodeThreads | throughput rps | p50 ms | p95 ms | p99 ms | errors | mean batch | verdict |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for verdict in selection.verdicts:
             p = verdict.point
             batch = "-" if p.mean_batch_size is None else f"{p.mean_batch_size:.2f}"
             mark = "**winner** - " if verdict.won else ""
+            threads = "as packaged" if p.decode_threads is None else p.decode_threads
             lines.append(
-                f"| {p.batch_size} | {p.max_batch_delay_ms} | {p.workers} | {p.throughput_rps:.1f} | {p.p50_ms:.0f} | "
+                f"| {p.batch_size} | {p.max_batch_delay_ms} | {p.workers} | {threads} | {p.throughput_rps:.1f} | {p.p50_ms:.0f} | "
                 f"{p.p95_ms:.0f} | {p.p99_ms:.0f} | {p.error_rate:.2%} | {batch} | {mark}{verdict.reason} |"
             )
         if report.pruned:

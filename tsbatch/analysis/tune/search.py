@@ -15,12 +15,14 @@ from tsbatch.analysis.selection import (
     allowed_delays,
     longer_delay_pointless,
     reachable_batch_sizes,
+    select_configuration,
     stop_growing_batch,
 )
 from tsbatch.client.load import LoadSpec
 from tsbatch.sla.profiles import Sla
 
 TUNED_KEYS = ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers")
+DECODE_THREADS = "decodeThreads"  # the image kind's decode pool: searched where the kind has one
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,10 @@ class SearchSpace:
     delays_ms: list[int]
     workers: list[int]
     min_gain: float = 0.05
+    # Decode pools tried at the best (batch, delay, workers) found at the packaged pool; empty:
+    # the model's kind has none, or the user left it out. Capped at ``cores`` per worker in all.
+    decode_threads: list[int] = field(default_factory=list)
+    cores: int = 1
 
 
 FULL_SPACE = SearchSpace(batch_sizes=[1, 2, 4, 8, 16, 32], delays_ms=[5, 20], workers=[1, 2])
@@ -103,4 +109,32 @@ def search(
                         )
                         log(f"[tune] pruned {rest} for w{workers} d{delay}: {why}")
                     break
+    search_layout(model, sla, space, run_point, result, log)
     return result
+
+
+def search_layout(
+    model: str,
+    sla: Sla,
+    space: SearchSpace,
+    run_point: Callable[..., TunePoint],
+    result: SearchLog,
+    log: Callable[[str], None],
+) -> None:
+    """The decode pool: the best point so far (the SLA's winner, else the most throughput)
+    again with each pool size that, over its workers, fits the cores. Large photos are
+    decode-bound, and PIL decodes without the GIL: a pool lets one worker use every core."""
+    measured = [p for p in result.points if not p.failure]
+    if not space.decode_threads or not measured:
+        return
+    best = select_configuration(measured, sla).winner or max(measured, key=lambda p: p.throughput_rps)
+    fitting = [t for t in space.decode_threads if best.workers * t <= max(space.cores, best.workers)]
+    skipped = sorted(set(space.decode_threads) - set(fitting))
+    if skipped:
+        result.pruned.append(
+            f"{model} decodeThreads {skipped} skipped: {best.workers} worker(s) x that is over {space.cores} cores"
+        )
+    log(f"[tune] {model}: decode pools {fitting} at {best.short_label}")
+    for threads in (t for t in fitting if t != best.decode_threads):  # that one is measured
+        point = run_point(best.batch_size, best.max_batch_delay_ms, best.workers, decode_threads=threads)
+        result.points.append(point)

@@ -77,3 +77,18 @@ def test_tuning_an_archive_needs_its_requests_and_an_sla(
     )
     assert main(["--mar", str(mar), "--model", "other", "--requests", "x", "--p99-ms", "5"]) == 1
     assert "drop --model" in capsys.readouterr().err
+
+
+def test_a_toolkit_archives_decode_pool_is_set_in_its_handler_config(
+    make_mar: MakeMar, tmp_path: Path
+) -> None:
+    from tsbatch.analysis.tune.point import with_decode_threads
+
+    handler = {"model_name": "m", "decode_threads": 1, "top_k": 5}
+    info = read_mar(make_mar("ours.mar", {"batchSize": 4, "handler": handler}, toolkit=True))
+    assert info.decode_threads == 1
+    assert read_mar(make_mar("stock.mar", {"batchSize": 4})).decode_threads is None
+    settings = with_decode_threads(info, {**SETTINGS, "decodeThreads": 2})
+    out = read_mar(repackage(info, tmp_path / "out.mar", settings))
+    assert out.config["handler"] == {**handler, "decode_threads": 2} and out.decode_threads == 2
+    assert "decodeThreads" not in out.config and out.settings == SETTINGS

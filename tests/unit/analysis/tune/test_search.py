@@ -67,3 +67,22 @@ def test_open_loop_keeps_batch_sizes_above_any_concurrency() -> None:
     space = SearchSpace(batch_sizes=[1, 32], delays_ms=[5], workers=[1])
     search("m", SLA, space, LoadSpec(rate_rps=200), server, log=lambda _: None)
     assert server.tried == [(1, 5, 1), (32, 5, 1)]
+
+
+def test_decode_pools_are_tried_at_the_best_point_within_the_cores() -> None:
+    """Decode-bound photos: a pool of 2 doubles one worker's throughput on 2 cores."""
+    tried: list[tuple[int, int, int, int]] = []
+
+    def server(batch: int, delay: int, workers: int, decode_threads: int = 1) -> TunePoint:
+        tried.append((batch, delay, workers, decode_threads))
+        rps = 15.0 * workers * decode_threads * (1 + batch / 100)
+        return TunePoint(
+            "m", batch, delay, workers, rps, 30, 60, 90, requests=900, decode_threads=decode_threads
+        )
+
+    space = SearchSpace(batch_sizes=[1, 8], delays_ms=[10], workers=[1], decode_threads=[1, 2, 4], cores=2)
+    outcome = search("m", SLA, space, LoadSpec(concurrency=8), server, log=lambda _: None)
+    assert tried == [(1, 10, 1, 1), (8, 10, 1, 1), (8, 10, 1, 2)]  # t1 was measured; t4 is over 2 cores
+    assert "m decodeThreads [4] skipped: 1 worker(s) x that is over 2 cores" in outcome.pruned
+    best = max(outcome.points, key=lambda p: p.throughput_rps)
+    assert (best.decode_threads, best.short_label) == (2, "b8 d10 w1 t2")

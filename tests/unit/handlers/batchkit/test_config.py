@@ -27,7 +27,7 @@ def test_every_model_config_has_the_fields_every_handler_reads() -> None:
         (1,),
     )
     assert config.max_body_bytes == 64 * 1024
-    assert ImageModelConfig.max_body_bytes == 4 * 1024 * 1024
+    assert ImageModelConfig.max_body_bytes == 16 * 1024 * 1024
 
 
 def test_lists_become_tuples_and_back() -> None:

@@ -1,0 +1,40 @@
+"""The photo benchmark's arithmetic: the server's CPU, the decode-bound limit, the ratios."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tsbatch.bench.photos import Row, group_cpu_seconds, main, print_table
+
+
+def test_group_cpu_seconds_counts_this_process_group() -> None:
+    before = group_cpu_seconds(os.getpid())
+    deadline = time.process_time() + 0.2
+    while time.process_time() < deadline:  # burn 0.2 s of CPU in this group
+        pass
+    assert group_cpu_seconds(os.getpid()) - before == pytest.approx(0.2, abs=0.1)
+
+
+def test_table_states_the_decode_bound_limit_and_the_stock_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [
+        Row("4032x3024", "off", 16.0, 900, 1200, 0, 160, 1.06),
+        Row("4032x3024", "on", 90.0, 150, 300, 0, 900, 1.95),
+        Row("4032x3024", "stock", 8.0, 1800, 2500, 0, 80, 1.9),
+    ]
+    print_table(rows, {("4032x3024", "off"): 100.0, ("4032x3024", "on"): 18.0}, 2, "layout")
+    lines = capsys.readouterr().out.splitlines()
+    off, on, stock = (
+        next(line for line in lines if line.split()[1:2] == [name]) for name in ("off", "on", "stock")
+    )
+    assert off.split()[-3:] == ["20", "80%", "2.00x"]  # 2 cores / 100 ms = 20 req/s
+    assert on.split()[-3:] == ["111", "81%", "11.25x"]
+    assert stock.split()[-3:] == ["-", "-", "-"]
+
+
+def test_unknown_sizes_are_refused_before_anything_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--sizes", "1x1"])
+    assert "unknown sizes ['1x1']" in capsys.readouterr().err
