@@ -98,7 +98,7 @@ def bytes_elements(raw: bytes, expected: int, name: str, error: Error) -> list[b
             raise error(
                 f"input {name!r}: element {len(elements)} says {length} bytes but only "
                 f"{len(raw) - offset} remain in the tensor (each BYTES element is a 4-byte "
-                "little-endian length, then its bytes: a perf_analyzer --input-data \"b64\" "
+                'little-endian length, then its bytes: a perf_analyzer --input-data "b64" '
                 "holds that, not the file alone)"
             )
         elements.append(raw[offset : offset + length])
