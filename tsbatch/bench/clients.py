@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from batchkit.binary_tensors import ELEMENT_PREFIX
+from batchkit.protocols import V2_OUTPUT_NAME
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.client import perf_analyzer
 from tsbatch.client.load import LoadDriver, LoadSpec
@@ -59,21 +60,20 @@ def one_input(payloads: list[Payload]) -> Payload:
 
 
 def v2_binary(input_name: str, body: bytes) -> tuple[bytes, int]:
-    """One BYTES element as the binary extension sends it (shape [1, 1], as perf_analyzer
-    does at batch size 1): the request body and its JSON header's length."""
+    """One BYTES element in the binary extension, as perf_analyzer 2.40 sends it at batch
+    size 1 (shape [1, 1], an empty id, the output asked for in binary): the request body
+    and its JSON header's length."""
     tensor = ELEMENT_PREFIX.pack(len(body)) + body
-    header = json.dumps(
+    inputs = [
         {
-            "inputs": [
-                {
-                    "name": input_name,
-                    "datatype": "BYTES",
-                    "shape": [1, 1],
-                    "parameters": {"binary_data_size": len(tensor)},
-                }
-            ]
+            "name": input_name,
+            "datatype": "BYTES",
+            "shape": [1, 1],
+            "parameters": {"binary_data_size": len(tensor)},
         }
-    ).encode()
+    ]
+    outputs = [{"name": V2_OUTPUT_NAME, "parameters": {"binary_data": True}}]
+    header = json.dumps({"id": "", "inputs": inputs, "outputs": outputs}, separators=(",", ":")).encode()
     return header + tensor, len(header)
 
 
@@ -201,8 +201,8 @@ def print_table(model: str, load: LoadSpec, rows: list[Row]) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="tsbatch bench clients",
-        description="perf_analyzer vs the toolkit's raw-socket client and Locust: same server, model, request, load",
+        description="Run NVIDIA's perf_analyzer, the toolkit's raw-socket client and Locust one after the "
+        "other against one server, with the same request and load, and print their figures and CPU side by side."
     )
     parser.add_argument("--model", action="append", help="a model to measure (repeat; default: every model)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[2, 8], help="closed-loop clients")
