@@ -11,7 +11,7 @@ SERVE_DIR := .serve
 PYTEST_ARGS ?=
 
 .PHONY: help install kserve-sdk java archive plugins serve stop status doctor check-config test test-tools test-unit \
-        test-integration bench bench-photos bench-intent bench-client bench-overload lint loadtest loadtest-ui sweep tune gpu-check image clean
+        test-integration bench bench-photos bench-intent bench-client bench-clients bench-overload perf-analyzer lint loadtest loadtest-ui sweep tune gpu-check image clean
 
 help: ## List the commands
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -59,9 +59,13 @@ check-config: $(INSTALLED) ## Explain mistakes in config.properties and models.y
 	$(TSBATCH) check-config
 	$(TSBATCH) container-config --check
 
-test-tools: ## Chromium and Prometheus for the web-UI and scrape tests (apt-get when root)
+test-tools: ## Chromium, Prometheus and perf_analyzer for the web-UI, scrape and perf_analyzer tests (apt-get when root)
 	@bash scripts/ensure_chromium.sh
 	@bash scripts/ensure_prometheus.sh
+	@bash scripts/ensure_perf_analyzer.sh
+
+perf-analyzer: ## NVIDIA's perf_analyzer (tritonclient 2.40.0's binary, libcudart 12) into build/perf_analyzer/, outside the venv
+	@bash scripts/ensure_perf_analyzer.sh
 
 test: install archive test-tools ## Install what is needed and run the whole suite (unit + integration)
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -88,6 +92,9 @@ bench-intent: install archive ## Intent handler vs the usual pad-to-128 handler 
 
 bench-client: $(INSTALLED) ## The load client's CPU per request vs a threaded requests loop (a few seconds; ARGS="--concurrency 16")
 	$(TSBATCH) bench client $(ARGS)
+
+bench-clients: install archive perf-analyzer ## perf_analyzer vs our raw-socket client vs Locust, same server and request, with each client's CPU (ARGS="--seconds 20")
+	$(TSBATCH) bench clients $(ARGS)
 
 bench-overload: install ## ResNet 224x224 at 0.5x-2x its capacity, deadline shedding off and on (ARGS="--p99-ms 300 --seconds 20")
 	$(TSBATCH) bench overload $(ARGS)

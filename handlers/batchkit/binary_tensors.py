@@ -97,7 +97,9 @@ def bytes_elements(raw: bytes, expected: int, name: str, error: Error) -> list[b
         if offset + length > len(raw):
             raise error(
                 f"input {name!r}: element {len(elements)} says {length} bytes but only "
-                f"{len(raw) - offset} remain in the tensor"
+                f"{len(raw) - offset} remain in the tensor (each BYTES element is a 4-byte "
+                'little-endian length, then its bytes: a perf_analyzer --input-data "b64" '
+                "holds that, not the file alone)"
             )
         elements.append(raw[offset : offset + length])
         offset += length

@@ -101,7 +101,8 @@ def inputs_rejected(first: RequestError, count: int) -> RequestError:
     return RequestError(
         first.status,
         ALL_INPUTS_REJECTED,
-        f"all {count} inputs of the request were rejected; each input's error is in the body",
+        f"all {count} inputs of the request were rejected (the first: {first.message}); "
+        "each input's error is in the body",
     )
 
 

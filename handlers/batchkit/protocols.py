@@ -80,10 +80,15 @@ class ParsedRequest:
 def v2_metadata(schema: InputSchema) -> dict[str, Any]:
     """The model's inputs and outputs as GET /v2/models/<m> reports them: one BYTES input
     named after the model's single-input key, and the BYTES output of JSON answers. The
-    build writes it into the archive (``oip_metadata.json``) for the frontend plugin."""
+    build writes it into the archive (``oip_metadata.json``) for the frontend plugin.
+
+    The input is a batch of one-element items, ``[-1, 1]``, as Triton reports a batching
+    model's ``dims: [1]``: perf_analyzer sends ``[batch] + shape after the batch dimension``
+    and cannot send an item of no dimensions. A flat ``[n]`` is taken as well (any shape
+    whose product is the number of elements); the answer is ``[n]``."""
     return {
         "platform": "pytorch",
-        "inputs": [{"name": schema.single_key, "datatype": "BYTES", "shape": [-1]}],
+        "inputs": [{"name": schema.single_key, "datatype": "BYTES", "shape": [-1, 1]}],
         "outputs": [{"name": V2_OUTPUT_NAME, "datatype": "BYTES", "shape": [-1]}],
     }
 

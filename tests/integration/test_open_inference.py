@@ -77,7 +77,7 @@ def test_health_readiness_and_metadata_answer_as_the_protocol_says(torchserve: T
             "name": model,
             "versions": ["1.0"],
             "platform": "pytorch",
-            "inputs": [{"name": input_name, "datatype": "BYTES", "shape": [-1]}],
+            "inputs": [{"name": input_name, "datatype": "BYTES", "shape": [-1, 1]}],
             "outputs": [{"name": "predictions", "datatype": "BYTES", "shape": [-1]}],
         }
     assert not triton_client.is_model_ready("nope", headers=token(torchserve))

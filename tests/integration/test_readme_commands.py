@@ -116,7 +116,7 @@ def test_plain_torchserve_serves_both_models(plain_torchserve: TorchServe) -> No
     ready = requests.get(f"{base}/v2/health/ready", headers=headers, timeout=30)
     assert ready.status_code == 200 and ready.json() == {"ready": True}, ready.text
     metadata = requests.get(f"{base}/v2/models/resnet18", headers=headers, timeout=30).json()
-    assert metadata["inputs"] == [{"name": "image", "datatype": "BYTES", "shape": [-1]}]
+    assert metadata["inputs"] == [{"name": "image", "datatype": "BYTES", "shape": [-1, 1]}]
 
 
 def test_readme_curl_examples_answer(plain_torchserve: TorchServe) -> None:

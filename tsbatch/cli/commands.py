@@ -214,6 +214,14 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                         ("tsbatch bench client --concurrency 16 --seconds 3",),
                         "tsbatch.bench.client_overhead:main",
                     ),
+                    Command(
+                        "clients",
+                        "perf_analyzer vs the raw-socket client and Locust: same server, request and load, with their CPU",
+                        (
+                            "tsbatch bench clients --model bert_intent --concurrency 2 8 --rate 40 --seconds 9",
+                        ),
+                        "tsbatch.bench.clients:main",
+                    ),
                 ),
             ),
         ),

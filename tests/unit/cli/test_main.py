@@ -40,6 +40,7 @@ def test_bench_help_lists_its_targets(capsys: pytest.CaptureFixture[str]) -> Non
         "resnet",
         "intent",
         "client",
+        "clients",
         "multi-input",
         "overload",
         "photos",

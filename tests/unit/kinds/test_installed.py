@@ -50,6 +50,6 @@ def test_the_metadata_an_archive_carries_names_each_kind_s_input() -> None:
     text = v2_metadata(KINDS["text"].input_schema())
     assert json.loads(json.dumps(text)) == {
         "platform": "pytorch",
-        "inputs": [{"name": "text", "datatype": "BYTES", "shape": [-1]}],
+        "inputs": [{"name": "text", "datatype": "BYTES", "shape": [-1, 1]}],
         "outputs": [{"name": "predictions", "datatype": "BYTES", "shape": [-1]}],
     }

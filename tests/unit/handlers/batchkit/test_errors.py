@@ -46,4 +46,6 @@ def test_exceptions_map_to_the_error_that_answers_them() -> None:
 def test_a_request_whose_inputs_all_failed_takes_its_first_error_status() -> None:
     rejected = inputs_rejected(PayloadTooLarge.error("big"), 2)
     assert (rejected.status, rejected.code) == (413, "all_inputs_rejected")
-    assert rejected.message == "all 2 inputs of the request were rejected; each input's error is in the body"
+    assert rejected.message == (
+        "all 2 inputs of the request were rejected (the first: big); each input's error is in the body"
+    )

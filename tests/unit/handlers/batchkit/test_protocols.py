@@ -382,5 +382,8 @@ def test_kserve_v2_request_errors_take_the_protocol_error_shape() -> None:
     assert compose_response(ours, [], "m").body["error"]["type"] == "invalid_text"
     rejected = compose_response(parse(request, header_length=length), [InvalidImage.error("bad")], "m")
     body = rejected.body
-    assert body["error"] == "all 1 inputs of the request were rejected; each input's error is in the body"
+    assert (
+        body["error"]
+        == "all 1 inputs of the request were rejected (the first: bad); each input's error is in the body"
+    )
     assert json.loads(body["outputs"][0]["data"][0]) == {"error": {"type": "invalid_image", "message": "bad"}}

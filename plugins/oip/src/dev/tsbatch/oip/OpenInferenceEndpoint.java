@@ -31,7 +31,8 @@ import org.pytorch.serve.wlm.WorkerThread;
 /**
  * The Open Inference Protocol's (KServe v2) health, readiness and metadata routes, which
  * TorchServe 0.12 does not serve: GET /v2, /v2/health/live, /v2/health/ready,
- * /v2/models/{m}[/versions/{v}][/ready].
+ * /v2/models/{m}[/versions/{v}][/ready], and Triton's model configuration,
+ * /v2/models/{m}[/versions/{v}]/config ({@link TritonModelConfig}).
  *
  * <p>TorchServe hands a plugin every path whose first segment is its urlPattern, so this
  * endpoint also receives /v2/models/{m}/infer, which the frontend would otherwise route to
@@ -87,7 +88,7 @@ public class OpenInferenceEndpoint extends ModelServerEndpoint {
 
     private static void modelRoute(List<String> path, Response response) throws IOException {
         ModelPath route = ModelPath.parse(path);
-        if (route == null || !(route.action.isEmpty() || route.action.equals("ready"))) {
+        if (route == null || !(route.action.isEmpty() || route.action.equals("ready") || route.action.equals("config"))) {
             send(response, 404, error("no such Open Inference Protocol route: /v2/" + String.join("/", path)));
             return;
         }
@@ -96,6 +97,8 @@ public class OpenInferenceEndpoint extends ModelServerEndpoint {
             send(response, 404, error(notServed(route)));
         } else if (route.action.isEmpty()) {
             send(response, 200, modelMetadata(model));
+        } else if (route.action.equals("config")) {
+            send(response, 200, TritonModelConfig.of(model, modelMetadata(model)));
         } else {
             sendModelReady(response, model);
         }
