@@ -24,12 +24,14 @@ import pytest
 
 from tests.integration.conftest import StartServer
 from tests.integration.support import background_load, record
+from tsbatch.archive.package import private_store
 from tsbatch.client.load import Record
 from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.kinds.image.photos import photo_jpegs
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.apply import main
 from tsbatch.server.apply_lock import LOCK_NAME
+from tsbatch.server.apply_plan import LiveSettings
 from tsbatch.server.process import TorchServe
 
 MODEL, OTHER = "resnet18", "bert_intent"
@@ -78,14 +80,14 @@ def failures(records: list[Record]) -> list[tuple[int, str | None, bytes]]:
 def registering_server(
     start_server: StartServer, model_store: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> TorchServe:
-    store = tmp_path_factory.mktemp("apply-store")
-    for name in (MODEL, OTHER):
-        shutil.copy(model_store / f"{name}.mar", store)
+    # The archive's model-config.yaml wins over config.properties: resnet18 is repackaged at two workers.
+    properties, store = private_store(
+        tmp_path_factory.mktemp("apply-store"),
+        [MODEL, OTHER],
+        changes={MODEL: LiveSettings(batch_size=BATCH, max_batch_delay=10, workers=2).properties()},
+    )
     return start_server(
-        store,
-        models=[MODEL, OTHER],
-        overrides={"enable_model_api": "true"},
-        model_overrides={MODEL: {"minWorkers": 2, "maxWorkers": 2, "batchSize": BATCH, "maxBatchDelay": 10}},
+        store, models=[MODEL, OTHER], source=properties, overrides={"enable_model_api": "true"}
     )
 
 

@@ -314,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Change batchSize, maxBatchDelay and workers of a model on a running TorchServe without "
         "failing a request; settings left out stay as served. More workers are added in place; any other change "
         "becomes a new version, made the default once it answers, the old one removed once drained "
-        "(needs enable_model_api=true: docs/live-settings.md). One apply at a time per server."
+        "(needs enable_model_api=true: docs/live-settings.md); one apply at a time."
     )
     parser.add_argument("--model", required=True, help="the model to change")
     parser.add_argument("--batch-size", type=int, help="the new batchSize")
