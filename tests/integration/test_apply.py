@@ -69,7 +69,7 @@ def properties_batch_size(path: Path) -> int:
 
 
 def staged_archives(server: TorchServe) -> list[str]:
-    return sorted(path.name for path in server.model_store.glob(f"{MODEL}-*.mar"))
+    return sorted(path.name for path in server.model_store.glob(f"{MODEL}-*"))
 
 
 def failures(records: list[Record]) -> list[tuple[int, str | None, bytes]]:
@@ -133,7 +133,7 @@ def test_two_workers_with_slow_batches_under_load_fail_no_request(
     assert served(server) == (BATCH, 10, 2)
     assert properties_batch_size(properties) == BATCH
     assert "# Per model (default version):" in properties.read_text(), "comments kept"
-    assert staged_archives(server) == [f"{MODEL}-1.0.b{BATCH}d10w2.mar"], "only the served one is kept"
+    assert staged_archives(server) == [f"{MODEL}-1.0.b{BATCH}d10w2"], "only the served one is kept"
 
 
 def test_other_models_clients_do_not_stall_during_an_apply(registering_server: TorchServe) -> None:
@@ -177,7 +177,7 @@ def test_two_applies_at_once_one_refused_and_the_end_consistent(
     (batch_size, _, _), [version] = served(server), versions(server)
     assert batch_size in (2, 5) and version == f"1.0.b{batch_size}d10w2"
     assert properties_batch_size(properties) == batch_size, "config.properties says what is served"
-    assert staged_archives(server) == [f"{MODEL}-{version}.mar"]
+    assert staged_archives(server) == [f"{MODEL}-{version}"]
 
 
 def test_an_apply_killed_after_its_switch_is_finished_by_the_next(
@@ -208,7 +208,7 @@ def test_an_apply_killed_after_its_switch_is_finished_by_the_next(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "did not finish" in done.stdout and "already served" in done.stdout
     assert versions(server) == ["1.0.b3d10w2"]
-    assert staged_archives(server) == [f"{MODEL}-1.0.b3d10w2.mar"]
+    assert staged_archives(server) == [f"{MODEL}-1.0.b3d10w2"]
     assert properties_batch_size(properties) == 3
 
 

@@ -20,9 +20,11 @@ import shutil
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import PackageError, package
@@ -86,8 +88,19 @@ def stage_archive(server: TorchServe, manifest: Manifest, plan: Plan) -> str:
             built = package(spec, staging, properties, force=True)
         except (PackageError, ValueError) as exc:
             raise ApplyError(f"packaging {plan.model} {plan.new_version} failed: {exc}") from None
-        shutil.move(built, server.model_store / name)
+        with zipfile.ZipFile(built) as archive:
+            archive.extractall(Path(work) / name)
+        remove_staged(server.model_store / name)
+        shutil.move(Path(work) / name, server.model_store / name)
     return name
+
+
+def remove_staged(path: Path) -> None:
+    """A staged archive: a folder (or a ``.mar`` file an earlier release staged)."""
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def drain(api: Management, batches: BatchLog, model: str, version: str, log: Callable[[str], None]) -> None:
@@ -105,7 +118,7 @@ def drain(api: Management, batches: BatchLog, model: str, version: str, log: Cal
         entry = api.describe(model, version)
         now = time.monotonic()
         quiet_since = None if pending(entry) else (quiet_since or now)
-        workers = [str(worker["id"]) for worker in entry.get("workers", [])]
+        workers = worker_ids(entry)
         computing = batches.computing(workers)
         unseen = batches.unseen(workers)
         if quiet_since is not None and now - quiet_since >= window:
@@ -128,12 +141,18 @@ def drain(api: Management, batches: BatchLog, model: str, version: str, log: Cal
         time.sleep(POLL_S)
 
 
+def worker_ids(entry: dict[str, Any]) -> list[str]:
+    """The workers' ids in a describe answer (each one's port, as its thread's name says)."""
+    return [str(worker["id"]) for worker in entry.get("workers", [])]
+
+
 def retire(api: Management, server: TorchServe, model: str, version: str, log: Callable[[str], None]) -> None:
     """Drain a version no unversioned request reaches any more, unregister it, remove its archive
     when an apply staged it."""
-    archive = api.describe(model, version).get("modelUrl", "")
-    drain(api, BatchLog.following(server.frontend_log, model, version), model, version, log)
-    unregister(api, server, model, version, archive)
+    entry = api.describe(model, version)
+    batches = BatchLog.following(server.frontend_log, model, version, worker_ids(entry))
+    drain(api, batches, model, version, log)
+    unregister(api, server, model, version, entry.get("modelUrl", ""))
 
 
 def clear_leftovers(api: Management, server: TorchServe, model: str, log: Callable[[str], None]) -> None:
@@ -154,7 +173,7 @@ def clear_leftovers(api: Management, server: TorchServe, model: str, log: Callab
         files = [path.name for path in server.model_store.iterdir()]
         for name in orphan_archives(model, files, api.versions(model)):
             log(f"[apply] removing {name} from the model store: no registered version serves it")
-            (server.model_store / name).unlink(missing_ok=True)
+            remove_staged(server.model_store / name)
 
 
 def record_served(api: Management, model: str, path: Path, log: Callable[[str], None]) -> None:
@@ -228,7 +247,8 @@ def run_plan(
     probe = probe or traffic_for(model, manifest=manifest).payloads[0]
     state = {"archive": ""}
     new, old = plan.new_version, plan.old_version
-    batches = BatchLog.following(server.frontend_log, model, old)  # before the switch: every batch seen
+    # Followed from before the switch: every batch the old workers start from now on is seen.
+    batches = BatchLog.following(server.frontend_log, model, old, worker_ids(api.describe(model, old)))
 
     def run(step: Step, action: Callable[[], object]) -> None:
         begin = time.monotonic()
@@ -280,7 +300,7 @@ def probe_new(api: Management, model: str, version: str, probe: Payload) -> None
 def unregister(api: Management, server: TorchServe, model: str, version: str, archive: str) -> None:
     api.call("DELETE", f"/models/{model}/{version}")
     if is_staged(model, version, archive):  # an earlier apply's archive: nothing serves it now
-        (server.model_store / archive).unlink(missing_ok=True)
+        remove_staged(server.model_store / archive)
 
 
 def verify(api: Management, model: str, version: str, settings: LiveSettings) -> None:
@@ -305,7 +325,7 @@ def left_behind(api: Management, server: TorchServe, plan: Plan, failed: Step, a
         except ApplyError as exc:
             return f"the new version {plan.new_version} could not be unregistered ({exc}); {plan.old_version} serves"
     if archive:
-        (server.model_store / archive).unlink(missing_ok=True)
+        remove_staged(server.model_store / archive)
     return f"nothing changed: {plan.model} {plan.old_version} serves as before"
 
 

@@ -117,13 +117,17 @@ def staged_version(old_version: str, target: LiveSettings) -> str:
 
 
 def staged_archive(model: str, version: str) -> str:
-    """The file name of a staged version's archive in the model store."""
-    return f"{model}-{version}.mar"
+    """The name of a staged version's archive in the model store: a folder, the archive
+    unpacked (TorchServe registers a folder of its store without unzipping it on a network
+    thread, which stalls every client on that thread for seconds)."""
+    return f"{model}-{version}"
 
 
 def is_staged(model: str, version: str, archive: str) -> bool:
-    """Whether ``archive`` is one an apply staged (and so may remove once it is unregistered)."""
-    return is_staged_version(version) and archive == staged_archive(model, version)
+    """Whether ``archive`` is one an apply staged (and so may remove once it is unregistered);
+    ``.mar`` files are what earlier releases staged."""
+    name = staged_archive(model, version)
+    return is_staged_version(version) and archive in (name, f"{name}.mar")
 
 
 def plan_change(model: str, old_version: str, current: LiveSettings, target: LiveSettings) -> Plan:
@@ -174,13 +178,10 @@ def leftovers(default: str, others: list[str]) -> Leftovers:
 
 
 def orphan_archives(model: str, files: list[str], registered: list[str]) -> list[str]:
-    """Staged archives of ``model`` in the store that no registered version serves."""
+    """Staged archives of ``model`` in the store (folders, or ``.mar`` files of earlier
+    releases) that no registered version serves."""
     prefix = f"{model}-"
+    versions = {name: name[len(prefix) :].removesuffix(".mar") for name in files if name.startswith(prefix)}
     return sorted(
-        name
-        for name in files
-        if name.startswith(prefix)
-        and name.endswith(".mar")
-        and is_staged_version(name[len(prefix) : -len(".mar")])
-        and name[len(prefix) : -len(".mar")] not in registered
+        name for name, version in versions.items() if is_staged_version(version) and version not in registered
     )

@@ -52,18 +52,27 @@ class BatchLog:
     states: dict[str, bool] = field(default_factory=dict)
 
     @classmethod
-    def following(cls, path: Path, model: str, version: str) -> BatchLog:
+    def following(
+        cls, path: Path, model: str, version: str, workers: list[str] | tuple[str, ...] = ()
+    ) -> BatchLog:
+        """From the end of the log on; the state of ``workers`` before it is read from the
+        recent past, going further back (up to the whole file) until each has been seen."""
         log = cls(path, model, version)
-        if path.exists():
-            with path.open("rb") as handle:
-                size = handle.seek(0, 2)
-                start = max(0, size - HISTORY_BYTES)
+        if not path.exists():
+            return log
+        with path.open("rb") as handle:
+            size = handle.seek(0, 2)
+            window = HISTORY_BYTES
+            while True:
+                start = max(0, size - window)
                 handle.seek(start)
                 history = handle.read(size - start)
-            whole = history[: history.rfind(b"\n") + 1]
-            log.offset = start + len(whole)
-            log.states = busy_workers(whole.decode(errors="replace"), model, version)
-        return log
+                whole = history[: history.rfind(b"\n") + 1]
+                log.offset = start + len(whole)
+                log.states = busy_workers(whole.decode(errors="replace"), model, version)
+                if start == 0 or not log.unseen(list(workers)):
+                    return log
+                window *= 8
 
     def read(self) -> dict[str, bool]:
         """Each worker id seen so far -> whether it is computing a batch now."""

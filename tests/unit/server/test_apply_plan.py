@@ -86,6 +86,7 @@ def test_only_an_archive_apply_staged_counts_as_staged() -> None:
     assert is_staged("resnet18", "1.0.b4d25w1", staged_archive("resnet18", "1.0.b4d25w1"))
     assert not is_staged("resnet18", "1.0", "resnet18.mar")
     assert not is_staged("resnet18", "1.0.b4d25w1", "resnet18.mar")
+    assert is_staged("resnet18", "1.0.b4d25w1", "resnet18-1.0.b4d25w1.mar"), "what earlier releases staged"
 
 
 def test_described_settings_read_torchserves_answer() -> None:
@@ -125,9 +126,12 @@ def test_leftovers_of_a_stopped_apply_are_removed_and_foreign_versions_refused()
 def test_orphan_archives_are_the_staged_ones_nothing_serves() -> None:
     from tsbatch.server.apply_plan import orphan_archives
 
-    files = ["resnet18.mar", "resnet18-1.0.b4d10w1.mar", "resnet18-1.0.b6d20w2.mar", "bert_intent-1.0.b4d10w1.mar",
-             "resnet18-notes.mar"]  # fmt: skip
-    assert orphan_archives("resnet18", files, ["1.0.b6d20w2"]) == ["resnet18-1.0.b4d10w1.mar"]
+    files = ["resnet18.mar", "resnet18-1.0.b4d10w1.mar", "resnet18-1.0.b6d20w2", "bert_intent-1.0.b4d10w1",
+             "resnet18-notes.mar", "resnet18-1.0.b2d10w2"]  # fmt: skip
+    assert orphan_archives("resnet18", files, ["1.0.b6d20w2"]) == [
+        "resnet18-1.0.b2d10w2",
+        "resnet18-1.0.b4d10w1.mar",
+    ]
 
 
 def test_a_scale_in_place_waits_for_the_new_workers() -> None:

@@ -52,3 +52,14 @@ def test_a_rotated_log_is_read_from_its_start(tmp_path: Path) -> None:
     log = BatchLog.following(path, "resnet18", "1.0")
     path.write_text(line("9000", "1.0", ANSWERED))
     assert log.computing(["9000"]) == []
+
+
+def test_history_goes_further_back_until_each_worker_is_seen(tmp_path: Path) -> None:
+    from tsbatch.server.worker_batches import HISTORY_BYTES
+
+    path = tmp_path / "ts_log.log"
+    filler = line("9000", "1.0", SENT, model="bert_intent") * (HISTORY_BYTES // 100)
+    path.write_text(line("9001", "1.0", SENT) + filler + line("9000", "1.0", ANSWERED))
+    assert BatchLog.following(path, "resnet18", "1.0").unseen(["9000", "9001"]) == ["9001"]
+    log = BatchLog.following(path, "resnet18", "1.0", ["9000", "9001"])
+    assert log.computing(["9000", "9001"]) == ["9001"] and log.unseen(["9000", "9001"]) == []
