@@ -5,8 +5,9 @@ TorchServe 0.12 asks for a token even on ``/ping``, writes random keys to
 expire (``token_expiration_min``, 60 by default). A plain HTTP probe therefore cannot
 work, and a probe that only read the file would start failing an hour after start. This
 one reads the file, and when the management key has expired it asks TorchServe for a new
-one with the API key (which does not expire), then tries again. It never touches the
-inference key, so clients' keys are not rotated behind their backs.
+one with the API key (which does not expire), then tries again (``tsbatch.client.auth.KeyFile``,
+the toolkit's one place for keys). It never touches the inference key unless asked for it
+(``key inference``), so clients' keys are not rotated behind their backs.
 
 ``/ping`` stays "Healthy" while a crashed worker restarts, so readiness looks at the
 workers instead: every model listed in ``load_models`` must have at least ``minWorkers``
@@ -35,10 +36,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tsbatch.client.auth import KeyFile
 from tsbatch.config.properties import load_models, read_properties
 from tsbatch.container import drain_file, drain_seconds, mark_draining
 from tsbatch.environment import Environment
@@ -66,38 +67,11 @@ class Client:
         self.metrics = local_url(properties.get("metrics_address", "http://127.0.0.1:8082"))
         self.auth = properties.get("disable_token_authorization", "false").lower() != "true"
         self.models = load_models(properties) or []  # none listed or `all`: every registered model
-        self.key_file = key_file
+        self.key_file = KeyFile(key_file, self.management, timeout)
         self.timeout = timeout
 
-    def keys(self) -> dict[str, Any]:
-        try:
-            return json.loads(self.key_file.read_text())
-        except FileNotFoundError as exc:
-            raise ProbeFailed(f"{self.key_file} does not exist yet (TorchServe still starting?)") from exc
-        except json.JSONDecodeError as exc:  # TorchServe rewrites the file when a key rotates
-            raise ProbeFailed(f"{self.key_file} is being rewritten: {exc}") from exc
-
-    def key(self, kind: str) -> str:
-        return str(self.keys()[kind]["key"])
-
-    def expired(self, kind: str) -> bool:
-        stamp = self.keys()[kind].get("expiration time")
-        if not stamp:
-            return False
-        return datetime.fromisoformat(stamp) <= datetime.now(UTC)  # e.g. 2026-01-01T10:00:00.123456789Z
-
-    def refresh(self, kind: str) -> None:
-        """Ask TorchServe for a new ``kind`` key; it rewrites key_file.json."""
-        request = urllib.request.Request(
-            f"{self.management}/token?type={kind}", headers={"Authorization": f"Bearer {self.key('API')}"}
-        )
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:
-            response.read()
-
     def valid_key(self, kind: str) -> str:
-        if self.expired(kind):
-            self.refresh(kind)
-        return self.key(kind)
+        return self.key_file.valid_key(kind)
 
     def management_get(self, path: str) -> Any:
         for attempt in (1, 2):
@@ -110,7 +84,7 @@ class Client:
                 # 400 is TorchServe's answer to a wrong or expired token: the key may have
                 # expired between our check and the request, so refresh once and retry.
                 if exc.code == 400 and self.auth and attempt == 1:
-                    self.refresh("management")
+                    self.key_file.refresh("management")
                     continue
                 raise ProbeFailed(f"GET {path} answered {exc.code}: {exc.read()[:200]!r}") from exc
         raise AssertionError("unreachable")

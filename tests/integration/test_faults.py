@@ -29,6 +29,7 @@ from tests.conftest import image_bytes
 from tests.integration.support import background_load, record
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import package
+from tsbatch.client.auth import auth_headers
 from tsbatch.client.load import NO_ANSWER
 from tsbatch.config.properties import update_model_settings
 from tsbatch.paths import REPO_ROOT
@@ -248,7 +249,7 @@ def test_probe_survives_key_expiry_with_the_container_config(start_server, model
     expires = datetime.fromisoformat(keys_at_start["management"]["expiration time"])
     time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 1)  # both keys have expired now
     stale = requests.get(
-        f"{server.url('management')}/models", headers=server.headers("management"), timeout=10
+        f"{server.url('management')}/models", headers=auth_headers(server.token("management")), timeout=10
     )
     assert stale.status_code == 400, "the management key should have expired"
 

@@ -197,6 +197,15 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                         "tsbatch.bench.overload:main",
                     ),
                     Command(
+                        "apply",
+                        "tsbatch apply under 24 clients of 6000x6000 photos at two workers: failures per run, other model's stall",
+                        (
+                            "tsbatch bench apply --runs 5",
+                            "tsbatch bench apply --apply-from /tmp/main-apply --runs 5",
+                        ),
+                        "tsbatch.bench.apply_stress:main",
+                    ),
+                    Command(
                         "multi-input",
                         "images/s with several images per request vs one, same server",
                         ("tsbatch bench multi-input --per-request 8 --clients 16 --duration 15",),

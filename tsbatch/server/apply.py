@@ -4,10 +4,13 @@ TorchServe without failing a request (the steps: :mod:`tsbatch.server.apply_plan
 What TorchServe 0.12 does that the steps rely on: a registered version keeps the default
 until set-default moves it (new requests then queue for the new version, those already
 queued stay with the old one); unregistering or scaling down a version whose worker is
-computing a batch loses that batch (the worker's jobs are failed with "Worker died." or
-put back on a queue nobody serves any more), so the old version is unregistered only once
-its queue is empty and a request sent behind the queue has come back. Registration needs
-``enable_model_api=true``; every call needs the management key.
+computing a batch loses that batch (the worker's jobs are failed with "Worker died."), so
+the old version is unregistered only once its queue is empty and each of its workers has
+answered its last batch (:mod:`tsbatch.server.worker_batches`). Register and scale calls are
+asynchronous: a synchronous one holds one of the frontend's network threads until the
+workers are up, stalling every model's clients on it. One apply runs at a time per server
+(:mod:`tsbatch.server.apply_lock`); one finds what an earlier one left and clears it.
+Registration needs ``enable_model_api=true``; every call needs the management key.
 """
 
 from __future__ import annotations
@@ -17,35 +20,34 @@ import shutil
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import requests
-
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import PackageError, package
-from tsbatch.config.properties import update_model_settings
+from tsbatch.config.properties import model_settings, read_properties, update_model_settings
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
-from tsbatch.server.apply_plan import LiveSettings, Plan, Step, is_staged, plan_change, staged_archive
+from tsbatch.server.apply_api import POLL_S, ApplyError, Management, pending, ready_workers
+from tsbatch.server.apply_lock import ApplyLocked, apply_lock, holder_text
+from tsbatch.server.apply_plan import (
+    LiveSettings,
+    Plan,
+    Step,
+    is_staged,
+    leftovers,
+    orphan_archives,
+    plan_change,
+    staged_archive,
+)
 from tsbatch.server.process import TorchServe
+from tsbatch.server.worker_batches import BatchLog
 from tsbatch.workloads.payloads import Payload
 from tsbatch.workloads.traffic import traffic_for
 
-POLL_S = 0.2
-# After the old queue is empty, the last batches of its other workers may still be running:
-# wait at least this long, and twice the slowest request sent behind the queue.
-MIN_SETTLE_S = 1.0
-ENABLE_MODEL_API = (
-    "set enable_model_api=true in the server's config.properties and restart it (`make serve`); "
-    "docs/live-settings.md says what that opens and how to keep it on loopback"
-)
-
-
-class ApplyError(RuntimeError):
-    """An apply stopped; the message says what the server answered, what state it is in and what to do."""
+__all__ = ["ApplyError", "ApplyReport", "apply_settings", "main"]
 
 
 @dataclass
@@ -70,86 +72,6 @@ class ApplyReport:
                 f"{self.seconds:.1f}s ({steps or 'nothing to do'})"]  # fmt: skip
 
 
-class Management:
-    """The management and inference calls of an apply; every refusal becomes an ApplyError."""
-
-    def __init__(self, server: TorchServe, timeout_s: float) -> None:
-        self.server, self.timeout_s = server, timeout_s
-
-    def call(self, method: str, path: str, ok: tuple[int, ...] = (200,), **params: Any) -> Any:
-        url = f"{self.server.url('management')}{path}"
-        try:
-            headers = self.server.headers("management")
-        except (OSError, KeyError, ValueError) as exc:
-            raise ApplyError(
-                f"no management key in {self.server.key_file} ({type(exc).__name__}: {exc}): name the run "
-                "directory of the running server with --run-dir"
-            ) from None
-        try:
-            response = requests.request(method, url, params=params, headers=headers, timeout=self.timeout_s)
-        except requests.RequestException as exc:
-            raise ApplyError(
-                f"no answer from the management API at {url} ({type(exc).__name__}: {exc}): is the server "
-                f"running (`tsbatch status --run-dir {self.server.run_dir}`)?"
-            ) from None
-        if response.status_code in ok:
-            return response.json() if response.content else None
-        text = response.text.strip()[:300]
-        if response.status_code in (400, 401, 403) and "token" in text.lower():
-            raise ApplyError(
-                f"the management API refused the key (HTTP {response.status_code}: {text}): apply sends "
-                f"the 'management' key of {self.server.key_file}; name the run directory of the running "
-                "server with --run-dir (`tsbatch serve` writes .serve/key_file.json)"
-            )
-        raise ApplyError(f"{method} {path} answered HTTP {response.status_code}: {text}")
-
-    def describe(self, model: str, version: str | None = None) -> dict[str, Any]:
-        path = f"/models/{model}" + (f"/{version}" if version else "")
-        return self.call("GET", path)[0]
-
-    def versions(self, model: str) -> list[str]:
-        return [entry["modelVersion"] for entry in self.call("GET", f"/models/{model}/all")]
-
-    def require_model_api(self) -> None:
-        """POST /models without a url: 400 (url missing) when registration is on, 405 when off."""
-        try:
-            self.call("POST", "/models", ok=(400,))
-        except ApplyError as exc:
-            if "HTTP 405" in str(exc):
-                raise ApplyError(
-                    f"model registration is off on this server (HTTP 405): {ENABLE_MODEL_API}"
-                ) from None
-            raise
-
-    def predict(self, model: str, version: str, payload: Payload) -> tuple[int, float]:
-        """One request to that version: its status and seconds."""
-        url = f"{self.server.url('inference')}/predictions/{model}/{version}"
-        headers = {**self.server.headers("inference"), "Content-Type": payload.content_type}
-        begin = time.monotonic()
-        try:
-            status = requests.post(
-                url, data=payload.body, headers=headers, timeout=self.timeout_s
-            ).status_code
-        except requests.RequestException:
-            status = 0
-        return status, time.monotonic() - begin
-
-    def wait(self, what: str, done: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + self.timeout_s
-        while not done():
-            if time.monotonic() > deadline:
-                raise ApplyError(f"timed out after {self.timeout_s:.0f}s waiting for {what}")
-            time.sleep(POLL_S)
-
-
-def ready_workers(entry: dict[str, Any]) -> int:
-    return sum(1 for worker in entry.get("workers", []) if worker.get("status") == "READY")
-
-
-def pending(entry: dict[str, Any]) -> int:
-    return int(entry.get("jobQueueStatus", {}).get("pendingRequests", 0))
-
-
 def stage_archive(server: TorchServe, manifest: Manifest, plan: Plan) -> str:
     """Package the model as ``plan.new_version`` with the target settings; its file name in the store."""
     assert plan.new_version is not None
@@ -166,20 +88,102 @@ def stage_archive(server: TorchServe, manifest: Manifest, plan: Plan) -> str:
             built = package(spec, staging, properties, force=True)
         except (PackageError, ValueError) as exc:
             raise ApplyError(f"packaging {plan.model} {plan.new_version} failed: {exc}") from None
-        shutil.move(built, server.model_store / name)
+        with zipfile.ZipFile(built) as archive:
+            archive.extractall(Path(work) / name)
+        remove_staged(server.model_store / name)
+        shutil.move(Path(work) / name, server.model_store / name)
     return name
 
 
-def drain(api: Management, model: str, version: str, workers: int, probe: Payload) -> None:
-    """Until the old version has answered everything it took: its queue empty, then one request
-    per worker sent behind it answered (with one worker, FIFO makes that exact), then a settle."""
-    api.wait(f"the queue of {model} {version} to empty", lambda: pending(api.describe(model, version)) == 0)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        answers = list(pool.map(lambda _: api.predict(model, version, probe), range(workers)))
-    time.sleep(max(MIN_SETTLE_S, 2 * max(seconds for _, seconds in answers)))
-    api.wait(
-        f"the queue of {model} {version} to stay empty", lambda: pending(api.describe(model, version)) == 0
-    )
+def remove_staged(path: Path) -> None:
+    """A staged archive: a folder (or a ``.mar`` file an earlier release staged)."""
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def drain(api: Management, batches: BatchLog, model: str, version: str, log: Callable[[str], None]) -> None:
+    """Until the old version has answered everything it took: its queue empty for longer than
+    its batch delay (a worker filling a batch holds jobs the queue no longer shows), and each of
+    its workers' last batch answered, as the frontend's log shows. A worker the log does not
+    show (INFO hidden, or rotated away) is waited for up to the model's responseTimeout, after
+    which TorchServe itself fails any batch still running."""
+    entry = api.describe(model, version)
+    window = int(entry.get("maxBatchDelay", 0)) / 1000 + POLL_S
+    deadline = time.monotonic() + api.timeout_s
+    quiet_since: float | None = None
+    warned = False
+    while True:
+        entry = api.describe(model, version)
+        now = time.monotonic()
+        quiet_since = None if pending(entry) else (quiet_since or now)
+        workers = worker_ids(entry)
+        computing = batches.computing(workers)
+        unseen = batches.unseen(workers)
+        if quiet_since is not None and now - quiet_since >= window:
+            if not computing:
+                return
+            if unseen and not warned:
+                log(f"[apply]   {batches.path} shows no batch of worker(s) {unseen} of {model} {version} "
+                    f"(INFO lines of org.pytorch.serve.wlm.WorkerThread hidden or rotated): waiting the "
+                    f"responseTimeout ({entry.get('responseTimeout')} s) instead")  # fmt: skip
+                warned = True
+            if set(computing) <= set(unseen) and now - quiet_since >= float(
+                entry.get("responseTimeout", 120)
+            ):
+                return
+        if now > deadline:
+            raise ApplyError(
+                f"timed out after {api.timeout_s:.0f}s waiting for {model} {version} to answer what it "
+                f"took ({pending(entry)} queued, workers {computing} computing)"
+            )
+        time.sleep(POLL_S)
+
+
+def worker_ids(entry: dict[str, Any]) -> list[str]:
+    """The workers' ids in a describe answer (each one's port, as its thread's name says)."""
+    return [str(worker["id"]) for worker in entry.get("workers", [])]
+
+
+def retire(api: Management, server: TorchServe, model: str, version: str, log: Callable[[str], None]) -> None:
+    """Drain a version no unversioned request reaches any more, unregister it, remove its archive
+    when an apply staged it."""
+    entry = api.describe(model, version)
+    batches = BatchLog.following(server.frontend_log, model, version, worker_ids(entry))
+    drain(api, batches, model, version, log)
+    unregister(api, server, model, version, entry.get("modelUrl", ""))
+
+
+def clear_leftovers(api: Management, server: TorchServe, model: str, log: Callable[[str], None]) -> None:
+    """Finish or undo what an apply that stopped midway left: its extra version, its archives."""
+    default = api.describe(model)["modelVersion"]
+    left = leftovers(default, [v for v in api.versions(model) if v != default])
+    problem = left.problem(model)
+    if problem:
+        raise ApplyError(
+            f"{problem} (curl -X DELETE -H 'Authorization: Bearer <management key>' "
+            f"{server.url('management')}/models/{model}/<version>)"
+        )
+    for version in left.remove:
+        log(f"[apply] an earlier apply stopped midway: {model} {version} is registered beside the default "
+            f"{default}; draining and unregistering it")  # fmt: skip
+        retire(api, server, model, version, log)
+    if server.model_store.is_dir():
+        files = [path.name for path in server.model_store.iterdir()]
+        for name in orphan_archives(model, files, api.versions(model)):
+            log(f"[apply] removing {name} from the model store: no registered version serves it")
+            remove_staged(server.model_store / name)
+
+
+def record_served(api: Management, model: str, path: Path, log: Callable[[str], None]) -> None:
+    """Write what the server serves now into ``path`` (comments kept), so the next restart
+    serves the same; nothing is written when the file already says so."""
+    served = LiveSettings.described(api.describe(model)).properties()
+    written = model_settings(read_properties(path)).get(model, {}) if path.exists() else {}
+    if any(written.get(key) != value for key, value in served.items()):
+        update_model_settings(path, model, served)
+        log(f"[apply] {path}: {model} {served}")
 
 
 def apply_settings(
@@ -191,16 +195,45 @@ def apply_settings(
     probe: Payload | None = None,
     update_properties: Path | None = None,
     timeout_s: float = 300,
+    wait_s: float = 0,
     log: Callable[[str], None] = print,
 ) -> ApplyReport:
     """Serve ``settings`` for ``model`` on the running ``server`` without failing a request.
 
     ``probe`` is the request that must answer 200 from the new version (default: the first
-    of the toolkit's pool for the model's kind); ``update_properties`` gets the new settings
-    once the apply is done (comments kept). Raises :class:`ApplyError` having changed nothing
-    when the server refuses before the switch, and saying what is left when it stops after.
+    of the toolkit's pool for the model's kind); ``update_properties`` gets the settings
+    served once the apply ends, whatever the outcome (comments kept). ``wait_s``: how long to
+    wait for another apply on the same server to finish. Raises :class:`ApplyError` having
+    changed nothing when the server refuses before the switch, and saying what is left when
+    it stops after.
     """
     api = Management(server, timeout_s)
+    try:
+        with apply_lock(server.run_dir, wait_s) as previous:
+            if previous:
+                log(f"[apply] the apply of {holder_text(previous)} did not finish: clearing what it left")
+            try:
+                clear_leftovers(api, server, model, log)
+                return run_plan(api, server, model, settings, manifest, probe, log)
+            finally:
+                if update_properties is not None:
+                    try:
+                        record_served(api, model, update_properties, log)
+                    except ApplyError as exc:
+                        log(f"[apply] {update_properties} left as it was: {exc}")
+    except ApplyLocked as exc:
+        raise ApplyError(str(exc)) from None
+
+
+def run_plan(
+    api: Management,
+    server: TorchServe,
+    model: str,
+    settings: LiveSettings,
+    manifest: Manifest | None,
+    probe: Payload | None,
+    log: Callable[[str], None],
+) -> ApplyReport:
     entry = api.describe(model)
     plan = plan_change(model, entry["modelVersion"], LiveSettings.described(entry), settings)
     for line in plan.lines():
@@ -208,18 +241,14 @@ def apply_settings(
     report = ApplyReport(plan)
     if not plan.steps:
         return report
-    others = [v for v in api.versions(model) if v != plan.old_version]
-    if others:
-        raise ApplyError(
-            f"{model} has other versions registered ({others}), as an apply that stopped midway leaves: "
-            f"unregister them first (curl -X DELETE -H 'Authorization: Bearer <management key>' "
-            f"{server.url('management')}/models/{model}/<version>)"
-        )
     if plan.new_version is not None:
         api.require_model_api()
     manifest = manifest or load_manifest()
     probe = probe or traffic_for(model, manifest=manifest).payloads[0]
     state = {"archive": ""}
+    new, old = plan.new_version, plan.old_version
+    # Followed from before the switch: every batch the old workers start from now on is seen.
+    batches = BatchLog.following(server.frontend_log, model, old, worker_ids(api.describe(model, old)))
 
     def run(step: Step, action: Callable[[], object]) -> None:
         begin = time.monotonic()
@@ -227,31 +256,26 @@ def apply_settings(
         report.timings[step] = time.monotonic() - begin
         log(f"[apply]   {step.name.lower()}: {report.timings[step]:.1f}s")
 
-    new, old = plan.new_version, plan.old_version
+    workers = {"min_worker": settings.workers, "max_worker": settings.workers, "synchronous": "false"}
     actions: dict[Step, Callable[[], object]] = {
-        Step.SCALE: lambda: api.call(
-            "PUT",
-            f"/models/{model}",
-            min_worker=settings.workers,
-            max_worker=settings.workers,
-            synchronous="true",
-        ),
+        Step.SCALE: lambda: api.call("PUT", f"/models/{model}", ok=(200, 202), **workers),
         Step.PACKAGE: lambda: state.update(archive=stage_archive(server, manifest, plan)),
         Step.REGISTER: lambda: api.call(
             "POST",
             "/models",
+            ok=(200, 202),
             url=state["archive"],
             model_name=model,
             initial_workers=settings.workers,
-            synchronous="true",
+            synchronous="false",
         ),
         Step.WAIT_READY: lambda: api.wait(
-            f"{settings.workers} READY workers of {model} {new}",
-            lambda: ready_workers(api.describe(model, new)) >= settings.workers,
+            f"{settings.workers} READY workers of {model} {report.version}",
+            lambda: ready_workers(api.describe(model, report.version)) >= settings.workers,
         ),
         Step.PROBE: lambda: probe_new(api, model, str(new), probe),
         Step.SET_DEFAULT: lambda: api.call("PUT", f"/models/{model}/{new}/set-default"),
-        Step.DRAIN: lambda: drain(api, model, old, plan.current.workers, probe),
+        Step.DRAIN: lambda: drain(api, batches, model, old, log),
         Step.UNREGISTER: lambda: unregister(api, server, model, old, entry.get("modelUrl", "")),
         Step.VERIFY: lambda: verify(api, model, report.version, settings),
     }
@@ -262,24 +286,21 @@ def apply_settings(
             raise ApplyError(
                 f"{step.name.lower()}: {exc}\n{left_behind(api, server, plan, step, state['archive'])}"
             ) from None
-    if update_properties is not None:
-        update_model_settings(update_properties, model, settings.properties())
-        log(f"[apply] {update_properties}: {model} {settings.properties()}")
     return report
 
 
 def probe_new(api: Management, model: str, version: str, probe: Payload) -> None:
-    status, seconds = api.predict(model, version, probe)
+    status, seconds, text = api.predict(model, version, probe)
     if status != 200:
         raise ApplyError(
-            f"{model} {version} answered HTTP {status} to a {probe.description} in {seconds:.1f}s"
+            f"{model} {version} answered HTTP {status} to a {probe.description} in {seconds:.1f}s: {text}"
         )
 
 
 def unregister(api: Management, server: TorchServe, model: str, version: str, archive: str) -> None:
     api.call("DELETE", f"/models/{model}/{version}")
     if is_staged(model, version, archive):  # an earlier apply's archive: nothing serves it now
-        (server.model_store / archive).unlink(missing_ok=True)
+        remove_staged(server.model_store / archive)
 
 
 def verify(api: Management, model: str, version: str, settings: LiveSettings) -> None:
@@ -293,17 +314,18 @@ def verify(api: Management, model: str, version: str, settings: LiveSettings) ->
 
 def left_behind(api: Management, server: TorchServe, plan: Plan, failed: Step, archive: str) -> str:
     """Undo what a failure before the switch left (the new version, its archive); after the
-    switch, say what still serves."""
+    switch, say what still serves (the next apply drains and removes the old version)."""
     if plan.new_version is None or plan.steps.index(failed) >= plan.steps.index(Step.SET_DEFAULT):
         kept = "" if plan.new_version is None else f"; {plan.new_version} is the default"
-        return f"{plan.model} {plan.old_version} is still registered{kept}: check with `tsbatch status`"
+        return (f"{plan.model} {plan.old_version} is still registered{kept}: the next `tsbatch apply` "
+                "finishes the change (check with `tsbatch status`)")  # fmt: skip
     if failed not in (Step.PACKAGE, Step.REGISTER):
         try:
             api.call("DELETE", f"/models/{plan.model}/{plan.new_version}")
         except ApplyError as exc:
             return f"the new version {plan.new_version} could not be unregistered ({exc}); {plan.old_version} serves"
     if archive:
-        (server.model_store / archive).unlink(missing_ok=True)
+        remove_staged(server.model_store / archive)
     return f"nothing changed: {plan.model} {plan.old_version} serves as before"
 
 
@@ -312,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Change batchSize, maxBatchDelay and workers of a model on a running TorchServe without "
         "failing a request; settings left out stay as served. More workers are added in place; any other change "
         "becomes a new version, made the default once it answers, the old one removed once drained "
-        "(needs enable_model_api=true: docs/live-settings.md)."
+        "(needs enable_model_api=true: docs/live-settings.md); one apply at a time."
     )
     parser.add_argument("--model", required=True, help="the model to change")
     parser.add_argument("--batch-size", type=int, help="the new batchSize")
@@ -321,11 +343,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--run-dir", type=Path, default=REPO_ROOT / ".serve",
                         help="where the running server keeps its config and key file (default .serve)")  # fmt: skip
     parser.add_argument("--properties", type=Path, default=DEFAULT_PROPERTIES,
-                        help="config.properties to write the new settings into (default config.properties)")  # fmt: skip
+                        help="config.properties to write the served settings into (default config.properties)")  # fmt: skip
     parser.add_argument("--no-properties", action="store_true", help="leave config.properties as it is")
     parser.add_argument(
         "--timeout", type=float, default=300, help="seconds any one step may take (default 300)"
     )
+    parser.add_argument("--wait", type=float, default=0,
+                        help="seconds to wait for another apply on this server to finish (default 0: refuse)")  # fmt: skip
     return parser
 
 
@@ -345,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
             target,
             update_properties=None if args.no_properties else args.properties,
             timeout_s=args.timeout,
+            wait_s=args.wait,
         )
     except (ApplyError, ValueError) as exc:
         print(f"[apply] FAILED: {exc}", file=sys.stderr)

@@ -67,18 +67,18 @@ class LiveSettings:
 class Step(Enum):
     """One call or wait of an apply, in the order a plan lists them."""
 
-    SCALE = "scale the workers in place (PUT /models/{m}?min_worker=N&synchronous=true)"
+    SCALE = "scale the workers in place (PUT /models/{m}?min_worker=N&synchronous=false)"
     PACKAGE = "package the new version with the new settings into the server's model store"
-    REGISTER = "register the new version and start its workers (POST /models?url=...&synchronous=true)"
-    WAIT_READY = "wait until every worker of the new version is READY"
+    REGISTER = "register the new version, its workers starting in the background (POST /models?url=...&synchronous=false)"
+    WAIT_READY = "wait until every worker is READY (describe, polled)"
     PROBE = "send one request to /predictions/{m}/{new version}: it must answer 200"
     SET_DEFAULT = "make the new version the default (PUT /models/{m}/{v}/set-default)"
-    DRAIN = "wait until the old version's queued and in-flight requests are answered"
-    UNREGISTER = "unregister the old version (DELETE /models/{m}/{old version})"
+    DRAIN = "wait until the old version's queue is empty and each of its workers has answered its last batch"
+    UNREGISTER = "unregister the old version (DELETE /models/{m}/{old version}) and remove its staged archive"
     VERIFY = "describe the model: the default version must show the new settings"
 
 
-IN_PLACE = (Step.SCALE, Step.VERIFY)
+IN_PLACE = (Step.SCALE, Step.WAIT_READY, Step.VERIFY)
 STAGED = (
     Step.PACKAGE,
     Step.REGISTER,
@@ -117,13 +117,17 @@ def staged_version(old_version: str, target: LiveSettings) -> str:
 
 
 def staged_archive(model: str, version: str) -> str:
-    """The file name of a staged version's archive in the model store."""
-    return f"{model}-{version}.mar"
+    """The name of a staged version's archive in the model store: a folder, the archive
+    unpacked (TorchServe registers a folder of its store without unzipping it on a network
+    thread, which stalls every client on that thread for seconds)."""
+    return f"{model}-{version}"
 
 
 def is_staged(model: str, version: str, archive: str) -> bool:
-    """Whether ``archive`` is one an apply staged (and so may remove once it is unregistered)."""
-    return STAGED_SUFFIX.search(version) is not None and archive == staged_archive(model, version)
+    """Whether ``archive`` is one an apply staged (and so may remove once it is unregistered);
+    ``.mar`` files are what earlier releases staged."""
+    name = staged_archive(model, version)
+    return is_staged_version(version) and archive in (name, f"{name}.mar")
 
 
 def plan_change(model: str, old_version: str, current: LiveSettings, target: LiveSettings) -> Plan:
@@ -143,3 +147,41 @@ def plan_change(model: str, old_version: str, current: LiveSettings, target: Liv
     )
     new_version = staged_version(old_version, target)
     return replace(plan, steps=STAGED, new_version=new_version, reason=f"{reason}: staged as {new_version}")
+
+
+def is_staged_version(version: str) -> bool:
+    return STAGED_SUFFIX.search(version) is not None
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What an apply that stopped midway left registered, and what a new apply does about it."""
+
+    remove: tuple[str, ...]  # versions to drain and unregister (apply staged them, or staged the default)
+    foreign: tuple[str, ...]  # other versions apply did not make: left to the operator
+
+    def problem(self, model: str) -> str | None:
+        if not self.foreign:
+            return None
+        return (
+            f"{model} has other versions registered that no apply staged ({list(self.foreign)}): "
+            "apply changes a model served by one version; unregister them first"
+        )
+
+
+def leftovers(default: str, others: list[str]) -> Leftovers:
+    """The non-default versions an apply that stopped midway left: a staged version never
+    switched to (stopped before set-default), or the old one beside a staged default (stopped
+    during the drain). No client's unversioned request reaches them; both go."""
+    removable = tuple(v for v in others if is_staged_version(v) or is_staged_version(default))
+    return Leftovers(removable, tuple(v for v in others if v not in removable))
+
+
+def orphan_archives(model: str, files: list[str], registered: list[str]) -> list[str]:
+    """Staged archives of ``model`` in the store (folders, or ``.mar`` files of earlier
+    releases) that no registered version serves."""
+    prefix = f"{model}-"
+    versions = {name: name[len(prefix) :].removesuffix(".mar") for name in files if name.startswith(prefix)}
+    return sorted(
+        name for name, version in versions.items() if is_staged_version(version) and version not in registered
+    )

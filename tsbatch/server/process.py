@@ -10,7 +10,6 @@ ports and settings overridden; the source file is never modified.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import signal
@@ -24,6 +23,7 @@ from typing import Any
 
 import requests
 
+from tsbatch.client.auth import KeyFile
 from tsbatch.client.metrics import model_counters
 from tsbatch.config.properties import (
     ADDRESS_KEYS,
@@ -147,15 +147,22 @@ class TorchServe:
     def key_file(self) -> Path:
         return self.run_dir / "key_file.json"
 
+    @property
+    def keys(self) -> KeyFile:
+        """The key file, which can refresh an expired key (``KeyFile.valid_key``)."""
+        return KeyFile(self.key_file, self.url("management"))
+
+    @property
+    def token_auth(self) -> bool:
+        return self.properties.get("disable_token_authorization", "false").lower() != "true"
+
     def token(self, kind: str = "inference") -> str | None:
-        if self.properties.get("disable_token_authorization", "false").lower() == "true":
-            return None
-        keys = json.loads(self.key_file.read_text())
-        return keys[kind]["key"]
+        """The ``kind`` key as the file holds it now (expired or not: see ``keys``)."""
+        return self.keys.key(kind) if self.token_auth else None
 
     def headers(self, kind: str = "inference") -> dict[str, str]:
-        token = self.token(kind)
-        return {"Authorization": f"Bearer {token}"} if token else {}
+        """The ``kind`` key's header, refreshed first when it has expired."""
+        return {"Authorization": f"Bearer {self.keys.valid_key(kind)}"} if self.token_auth else {}
 
     # ---- requests -----------------------------------------------------------------
     def predict(
@@ -247,6 +254,11 @@ class TorchServe:
     @property
     def model_log(self) -> Path:
         return self.run_dir / "logs" / "model_log.log"
+
+    @property
+    def frontend_log(self) -> Path:
+        """The frontend's own log (``ts_log.log``): each worker thread's batches, among others."""
+        return self.run_dir / "logs" / "ts_log.log"
 
     def wait_ready(self, models: list[str], timeout: float) -> None:
         """Wait until every model's workers are READY; a worker that dies while loading

@@ -44,6 +44,7 @@ def test_bench_help_lists_its_targets(capsys: pytest.CaptureFixture[str]) -> Non
         "multi-input",
         "overload",
         "photos",
+        "apply",
     }
     for target in COMMANDS["bench"].targets:
         assert f"  {target.name} " in text and target.summary in text

@@ -43,3 +43,22 @@ def test_management_key_for_read_only_management_calls(tmp_path: Path) -> None:
     key_file.write_text(json.dumps({"inference": {"key": "i-key"}}))
     token, why = management_token(key_file)
     assert token is None and "expected {'management'" in why
+
+
+def test_key_file_knows_expiry_and_names_a_server_that_cannot_refresh(tmp_path: Path) -> None:
+    from tsbatch.client.auth import KeyFile
+    from tsbatch.server.process import free_port
+
+    key_file = tmp_path / "key_file.json"
+    key_file.write_text(json.dumps({
+        "management": {"key": "m", "expiration time": "2001-01-01T00:00:00.123456789Z"},
+        "inference": {"key": "i", "expiration time": "2999-01-01T00:00:00.123456789Z"},
+        "API": {"key": "a"},
+    }))  # fmt: skip
+    keys = KeyFile(key_file, f"http://127.0.0.1:{free_port()}", timeout_s=2)
+    assert keys.expired("management") and not keys.expired("inference") and not keys.expired("API")
+    assert keys.valid_key("inference") == "i"
+    with pytest.raises(TokenError, match="is the server running"):
+        keys.valid_key("management")  # expired: a refresh is asked of a server that is not there
+    with pytest.raises(TokenError, match="does not exist"):
+        KeyFile(tmp_path / "absent.json", "http://127.0.0.1:1").key("management")

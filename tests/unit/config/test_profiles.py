@@ -91,7 +91,8 @@ def test_probe_knows_the_models_to_wait_for_and_when_a_key_expired(tmp_path: Pat
         name.removesuffix(".mar")
         for name in read_properties(container_config.TARGET)["load_models"].split(",")
     ]
-    assert client.expired("management") and not client.expired("inference") and not client.expired("API")
+    keys = client.key_file
+    assert keys.expired("management") and not keys.expired("inference") and not keys.expired("API")
     assert client.management == "http://127.0.0.1:8081"
 
 

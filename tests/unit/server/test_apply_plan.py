@@ -86,6 +86,7 @@ def test_only_an_archive_apply_staged_counts_as_staged() -> None:
     assert is_staged("resnet18", "1.0.b4d25w1", staged_archive("resnet18", "1.0.b4d25w1"))
     assert not is_staged("resnet18", "1.0", "resnet18.mar")
     assert not is_staged("resnet18", "1.0.b4d25w1", "resnet18.mar")
+    assert is_staged("resnet18", "1.0.b4d25w1", "resnet18-1.0.b4d25w1.mar"), "what earlier releases staged"
 
 
 def test_described_settings_read_torchserves_answer() -> None:
@@ -107,3 +108,32 @@ def test_the_new_settings_land_in_config_properties_with_comments_kept(tmp_path:
     assert entry["torchThreads"] == 1, "the other settings stay"
     comments = [line for line in DEFAULT_PROPERTIES.read_text().splitlines() if line.startswith("#")]
     assert comments == [line for line in properties.read_text().splitlines() if line.startswith("#")]
+
+
+def test_leftovers_of_a_stopped_apply_are_removed_and_foreign_versions_refused() -> None:
+    from tsbatch.server.apply_plan import leftovers
+
+    # stopped before set-default: the staged version goes
+    assert leftovers("1.0", ["1.0.b4d10w1"]).remove == ("1.0.b4d10w1",)
+    # stopped during the drain: the old version beside the staged default goes
+    assert leftovers("1.0.b4d10w1", ["1.0"]).remove == ("1.0",)
+    both_staged = leftovers("1.0.b4d10w1", ["1.0.b8d10w1"])
+    assert both_staged.remove == ("1.0.b8d10w1",) and both_staged.problem("resnet18") is None
+    foreign = leftovers("1.0", ["2.0"])
+    assert foreign.remove == () and "['2.0']" in str(foreign.problem("resnet18"))
+
+
+def test_orphan_archives_are_the_staged_ones_nothing_serves() -> None:
+    from tsbatch.server.apply_plan import orphan_archives
+
+    files = ["resnet18.mar", "resnet18-1.0.b4d10w1.mar", "resnet18-1.0.b6d20w2", "bert_intent-1.0.b4d10w1",
+             "resnet18-notes.mar", "resnet18-1.0.b2d10w2"]  # fmt: skip
+    assert orphan_archives("resnet18", files, ["1.0.b6d20w2"]) == [
+        "resnet18-1.0.b2d10w2",
+        "resnet18-1.0.b4d10w1.mar",
+    ]
+
+
+def test_a_scale_in_place_waits_for_the_new_workers() -> None:
+    plan = plan_change("resnet18", "1.0", SERVED, SERVED.changed(workers=2))
+    assert plan.steps.index(Step.WAIT_READY) == plan.steps.index(Step.SCALE) + 1
