@@ -42,6 +42,7 @@ def test_bench_help_lists_its_targets(capsys: pytest.CaptureFixture[str]) -> Non
         "client",
         "multi-input",
         "overload",
+        "trickle-burst",
     }
     for target in COMMANDS["bench"].targets:
         assert f"  {target.name} " in text and target.summary in text
