@@ -20,6 +20,9 @@ SIZE_WEIGHT = 0.3
 # A size's weight in the fit grows with the batches of that size seen, up to this many:
 # a size that ran a thousand times does not silence one that ran ten.
 WEIGHT_CAP = 16
+# Each batch run since a size was last seen shrinks its weight by this factor: a size the
+# worker stopped running (a burst size it now sheds) fades rather than fixing the line.
+RECENCY = 0.95
 # Sizes not run within this many batches are forgotten: a machine that got slower or
 # faster is measured again rather than fitted to what it was.
 FORGET_AFTER = 500
@@ -72,11 +75,15 @@ class BatchTimes:
         ]:
             del self.sizes[size]
 
+    def weight(self, seen: SizeTime) -> float:
+        """A size's weight in the fit: how often it ran (capped), faded by how long ago."""
+        return min(seen.count, WEIGHT_CAP) * RECENCY ** (self.batches - seen.last_seen)
+
     def line(self) -> Line | None:
         """The weighted least-squares line through each size's mean time; None before any batch."""
         if not self.sizes:
             return None
-        points = [(size, seen.mean_ms, min(seen.count, WEIGHT_CAP)) for size, seen in self.sizes.items()]
+        points = [(size, seen.mean_ms, self.weight(seen)) for size, seen in self.sizes.items()]
         total = sum(weight for _, _, weight in points)
         mean_n = sum(size * weight for size, _, weight in points) / total
         mean_t = sum(ms * weight for _, ms, weight in points) / total
@@ -103,7 +110,7 @@ class BatchTimes:
         """The mean deviation of batch times around their size's mean, weighted like the fit."""
         if not self.sizes:
             return 0.0
-        weights = {size: min(seen.count, WEIGHT_CAP) for size, seen in self.sizes.items()}
+        weights = {size: self.weight(seen) for size, seen in self.sizes.items()}
         return sum(seen.deviation_ms * weights[size] for size, seen in self.sizes.items()) / sum(
             weights.values()
         )

@@ -30,7 +30,8 @@ def test_noise_never_gives_a_negative_slope_or_fixed_cost() -> None:
     flat = BatchTimes()
     flat.observe(1, 12.0)
     flat.observe(4, 10.0)
-    assert flat.line() == Line(0.0, 11.0)
+    flat_line = flat.line()
+    assert flat_line is not None and flat_line.per_input_ms == 0.0 and 10.0 < flat_line.fixed_ms < 12.0
     steep = BatchTimes()
     steep.observe(1, 1.0)
     steep.observe(2, 10.0)
@@ -44,3 +45,15 @@ def test_a_size_not_run_for_long_is_forgotten() -> None:
     for _ in range(FORGET_AFTER + 1):
         times.observe(1, 10.0)
     assert set(times.sizes) == {1}
+
+
+def test_a_size_no_longer_run_fades_from_the_line() -> None:
+    """Bursts of 8 measured while the machine was busy (150 ms), then only small batches at
+    their quiet times: the line follows the recent sizes, not the stale burst."""
+    times = BatchTimes()
+    for _ in range(5):
+        times.observe(8, 150.0)
+    for _ in range(60):
+        times.observe(1, 10.0)
+        times.observe(2, 12.0)
+    assert times.predict_ms(8) < 40
