@@ -61,7 +61,7 @@ def test_expired_on_time_and_no_deadline_in_one_batch(server: TorchServe) -> Non
         expired = answers["expired"]
         assert expired.status_code == 503, expired.text
         assert expired.json()["error"]["type"] == "deadline_exceeded", expired.text
-        assert "passed" in expired.json()["error"]["message"] and expired.headers.get("Retry-After") == "1"
+        assert "passed" in expired.json()["error"]["message"]
         for name in ("on time", "none"):
             assert answers[name].status_code == 200, answers[name].text
             assert answers[name].json()["predictions"][0]["label"] == "7"

@@ -26,6 +26,7 @@ def server(start_server, model_store: Path) -> TorchServe:
     return start_server(model_store, models=[MODEL])
 
 
+@pytest.mark.slow  # a comparison of latencies: meaningful on a quiet machine only
 def test_a_trickle_broken_by_bursts_sheds_nothing_that_would_have_been_on_time(server: TorchServe) -> None:
     pattern = argparse.Namespace(bursts=4, burst=8, trickle=4, gap_ms=100.0)
     result = compare(server, MODEL, BUDGET_MS, pattern)
