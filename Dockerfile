@@ -42,7 +42,7 @@ COPY requirements.txt ./
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/python -m pip install --no-cache-dir --upgrade pip \
     && /opt/venv/bin/python -m pip install --no-cache-dir -r requirements.txt
-COPY pyproject.toml models.yaml config.properties metrics.yaml ./
+COPY pyproject.toml models.yaml config.properties metrics.yaml log4j2.xml ./
 COPY handlers/ handlers/
 COPY tsbatch/ tsbatch/
 COPY data/ data/
@@ -76,7 +76,7 @@ COPY --from=build /app/model-store /app/model-store
 # The exported artifacts: deploy/start.py repackages from them when a mounted
 # config.properties changes batch settings (the archives would otherwise win).
 COPY --from=build /app/build /app/build
-COPY pyproject.toml models.yaml config.properties metrics.yaml /app/
+COPY pyproject.toml models.yaml config.properties metrics.yaml log4j2.xml /app/
 COPY handlers/ /app/handlers/
 COPY tsbatch/ /app/tsbatch/
 COPY loadtest/ /app/loadtest/

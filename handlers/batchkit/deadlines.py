@@ -11,9 +11,11 @@ front of TorchServe sets (``X-Request-Start``, as nginx and Heroku write it); wi
 stamp the budget cannot apply and the request is computed. Either way the clocks must
 agree (the same host, or both synced): a skew moves every deadline by as much.
 
-How long a batch will take is predicted per input: the worker learns the time of one
-input (a weighted mean over the batches it ran) and keeps, of the requests with deadlines,
-the latest-due ones whose batch, with them in it, still finishes in time for each.
+How long a batch will take is predicted from the batches the worker ran, as a fixed cost
+plus a cost per input (``batch_time``), every input of a multi-input request counted; of
+the requests with deadlines the latest-due are kept while the batch, with them in it, still
+finishes in time for each. A deadline must be Unix milliseconds: one in seconds, micro- or
+nanoseconds is refused (400) saying so, as is a header sent twice.
 """
 
 from __future__ import annotations
@@ -22,16 +24,22 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from batchkit.batch_time import BatchTimes
 from batchkit.errors import DeadlineExceeded, InvalidDeadline, RequestError
 
 DEADLINE_HEADER = "X-Request-Deadline-Ms"
 ARRIVAL_HEADER = "X-Request-Start"
-# How much one new batch moves the expected time per input and its spread: recent batches
-# count most, one outlier does not decide alone.
-EXPECTED_WEIGHT = 0.2
-# A batch is predicted at the mean time per input plus this many mean deviations: an answer
-# late by the spread of batch times counts as late as any other.
-SPREAD_MARGIN = 2.0
+# A batch is predicted at its size's expected time plus this many mean deviations of batch
+# times: an answer late by the usual jitter counts as late as any other.
+SPREAD_MARGIN = 1.0
+# Unix time in milliseconds lies between these (1973 and 5138): a deadline outside them is
+# in another unit, and the bound it crosses says which.
+MS_RANGE = (1e11, 1e14)
+DEADLINE_UNITS = ((1e11, "seconds (or a duration, not a Unix time)"), (1e14, ""), (1e17, "microseconds"))
+DEADLINE_EXAMPLE = "1767225600000"  # 2026-01-01T00:00:00Z
+# A worker idle for longer than its batch delay plus this had an empty queue: every request
+# of its next batch arrived after its last batch ended.
+IDLE_SLACK_MS = 100.0
 # An arrival stamp's unit, told by its size (Unix time now is ~1.7e9 s): below each bound,
 # the stamp is in that many units per millisecond (seconds, milliseconds, microseconds).
 STAMP_UNITS = ((1e11, 1e-3), (1e14, 1.0), (1e17, 1e3))
@@ -42,10 +50,26 @@ NANOSECONDS_PER_MS = 1e6
 RELEARN_AFTER_MS = 1000.0
 
 
-def header_value(headers: Mapping[str, str], name: str) -> str | None:
-    """A header by name in any case (TorchServe keeps the client's spelling)."""
+def header_values(headers: Mapping[str, str], name: str) -> list[str]:
+    """Every value of a header, in any case (TorchServe keeps the client's spelling, so two
+    spellings arrive as two keys), comma-joined values apart."""
     wanted = name.lower()
-    return next((str(value) for key, value in headers.items() if key.lower() == wanted), None)
+    return [
+        part.strip()
+        for key, value in headers.items()
+        if key.lower() == wanted
+        for part in str(value).split(",")
+    ]
+
+
+def header_value(headers: Mapping[str, str], name: str) -> str | RequestError | None:
+    """A header's one value, None without it, or the 400 of a header sent more than once."""
+    values = header_values(headers, name)
+    if len(values) > 1:
+        return InvalidDeadline.error(
+            f"{name} was sent {len(values)} times ({', '.join(values)}): send it once, with one value"
+        )
+    return values[0] if values else None
 
 
 def unix_ms(text: str, name: str, what: str) -> float | RequestError:
@@ -63,8 +87,8 @@ def arrival_of(headers: Mapping[str, str]) -> float | RequestError | None:
     """When the proxy in front stamped the request, in Unix ms (``t=`` optional; seconds,
     milliseconds or microseconds told by size), None without a stamp, or its 400."""
     text = header_value(headers, ARRIVAL_HEADER)
-    if text is None:
-        return None
+    if text is None or isinstance(text, RequestError):
+        return text
     stamp = unix_ms(
         text.strip().removeprefix("t="), ARRIVAL_HEADER, "the arrival as Unix time (t=<s, ms or us>)"
     )
@@ -74,23 +98,45 @@ def arrival_of(headers: Mapping[str, str]) -> float | RequestError | None:
     return stamp / per_ms
 
 
+def deadline_ms(text: str) -> float | RequestError:
+    """The header's value as Unix milliseconds, or the 400 saying which unit it looks like."""
+    value = unix_ms(text, DEADLINE_HEADER, "the deadline as Unix time in milliseconds")
+    if isinstance(value, RequestError) or MS_RANGE[0] <= value < MS_RANGE[1]:
+        return value
+    looks = next((unit for bound, unit in DEADLINE_UNITS if value < bound), "nanoseconds, or no time at all")
+    return InvalidDeadline.error(
+        f"{DEADLINE_HEADER} must be the deadline as Unix time in milliseconds (13 digits, e.g. "
+        f"{DEADLINE_EXAMPLE}); {text!r} looks like {looks}"
+    )
+
+
 def deadline_of(headers: Mapping[str, str], budget_ms: float = 0.0) -> float | RequestError | None:
     """The request's deadline in Unix milliseconds: its header's, else its arrival stamp plus
     ``budget_ms`` (when that is set); None when it has none, or the 400 of a bad header."""
     text = header_value(headers, DEADLINE_HEADER)
     if text is not None:
-        return unix_ms(text, DEADLINE_HEADER, "the deadline as Unix time in milliseconds")
+        return text if isinstance(text, RequestError) else deadline_ms(text)
     if budget_ms <= 0:
         return None
     arrival = arrival_of(headers)
     return arrival + budget_ms if isinstance(arrival, float) else arrival
 
 
-def shed_error(deadline_ms: float, now_ms: float, expected_batch_ms: float) -> RequestError | None:
+def shed_error(
+    deadline_ms: float, now_ms: float, expected_batch_ms: float, arrived_after_ms: float | None = None
+) -> RequestError | None:
     """The 503 for a request that is late already, or that the batch it is in would answer
-    late (its expected time added to now); None for one that can still be answered in time."""
+    late (its expected time added to now); None for one that can still be answered in time.
+    A deadline that had passed before the request arrived (``arrived_after_ms``, when known)
+    gets no Retry-After: the same request again would be shed again."""
     late_by = now_ms - deadline_ms
     retry_after_s = max(1, math.ceil(expected_batch_ms / 1000))
+    if arrived_after_ms is not None and deadline_ms < arrived_after_ms:
+        return DeadlineExceeded.error(
+            f"the request's deadline ({deadline_ms:.0f}, Unix ms) had passed before it reached the server "
+            f"({late_by:.0f} ms ago); it was not computed. Send a deadline in the future, by a clock in step "
+            "with the server's"
+        )
     if late_by >= 0:
         return DeadlineExceeded.error(
             f"the request's deadline ({deadline_ms:.0f}, Unix ms) passed {late_by:.0f} ms before "
@@ -109,38 +155,66 @@ def shed_error(deadline_ms: float, now_ms: float, expected_batch_ms: float) -> R
 @dataclass
 class DeadlinePolicy:
     """One worker's shedding: what each request's headers say (and the model's default
-    budget), against the time one input takes (weighted mean and spread of the batches it ran)."""
+    budget), against the time a batch takes (``BatchTimes``: fixed cost plus per input)."""
 
     budget_ms: float = 0.0
-    mean_input_ms: float = 0.0
-    deviation_ms: float = 0.0  # mean absolute deviation of the time per input
-    batches_seen: int = field(default=0)
+    batch_delay_ms: float = 100.0  # the model's maxBatchDelay (TorchServe's default)
+    times: BatchTimes = field(default_factory=BatchTimes)
     last_computed_ms: float = field(default=0.0)  # when the verdicts last kept a request
+    idle_since_ms: float | None = field(default=None)  # when the worker's last batch (or load) ended
 
     @property
-    def expected_input_ms(self) -> float:
-        """What one more input is predicted to add to a batch: its mean time plus the margin."""
-        return self.mean_input_ms + SPREAD_MARGIN * self.deviation_ms
+    def batches_seen(self) -> int:
+        return self.times.batches
 
-    def verdicts(self, headers: Sequence[Mapping[str, str]], now_ms: float) -> list[RequestError | None]:
+    def expected_ms(self, inputs: int) -> float:
+        """A batch of ``inputs`` inputs: its expected time plus the margin (0 before any batch)."""
+        if not self.times.batches:
+            return 0.0
+        return self.times.predict_ms(inputs) + SPREAD_MARGIN * self.times.spread_ms()
+
+    def arrived_after(self, headers: Mapping[str, str], now_ms: float) -> float | None:
+        """A time the request surely arrived after: its proxy's stamp, else the end of the
+        worker's last batch when the worker has been idle since (its queue was empty)."""
+        stamp = arrival_of(headers)
+        if isinstance(stamp, float):
+            return stamp
+        idle = self.idle_since_ms
+        if idle is not None and now_ms - idle > self.batch_delay_ms + IDLE_SLACK_MS:
+            return idle
+        return None
+
+    def verdicts(
+        self, headers: Sequence[Mapping[str, str]], now_ms: float, inputs: Sequence[int] | None = None
+    ) -> list[RequestError | None]:
         """Per request, the error that answers it now, or None to compute it.
 
-        Requests without a deadline are computed whatever it costs; of the others the
-        latest-due are kept first, each only if the batch, one input longer, still finishes
-        before its deadline (deadlines fall as the batch grows: the first that fails ends it).
-        After ``RELEARN_AFTER_MS`` without computing anything, the latest-due request still in
-        time is computed anyway.
+        ``inputs`` holds each request's number of inputs (1 each when not given): a request
+        of 32 images makes the batch 32 inputs longer. Requests without a deadline are
+        computed whatever it costs; of the others the latest-due are kept first, each only if
+        the batch, its inputs added, still finishes before its deadline (deadlines fall as
+        the batch grows: the first that fails ends it). After ``RELEARN_AFTER_MS`` without
+        computing anything, the latest-due request still in time is computed anyway.
         """
+        counts = list(inputs) if inputs is not None else [1] * len(headers)
         deadlines = [deadline_of(each, self.budget_ms) for each in headers]
         verdicts = [deadline if isinstance(deadline, RequestError) else None for deadline in deadlines]
         computed = sum(deadline is None for deadline in deadlines)
+        batch_inputs = sum(
+            count for count, deadline in zip(counts, deadlines, strict=True) if deadline is None
+        )
         timed = sorted(
             ((deadline, index) for index, deadline in enumerate(deadlines) if isinstance(deadline, float)),
             reverse=True,
         )
         for deadline, index in timed:
-            verdicts[index] = shed_error(deadline, now_ms, self.expected_input_ms * (computed + 1))
-            computed += verdicts[index] is None
+            grown = batch_inputs + counts[index]
+            verdicts[index] = shed_error(
+                deadline, now_ms, self.expected_ms(grown), self.arrived_after(headers[index], now_ms)
+            )
+            if verdicts[index] is None:
+                computed += 1
+                batch_inputs = grown
         if (
             not computed
             and timed
@@ -153,15 +227,9 @@ class DeadlinePolicy:
             self.last_computed_ms = now_ms
         return verdicts
 
-    def observe(self, batch_ms: float, inputs: int) -> None:
-        """A batch of ``inputs`` computed inputs took ``batch_ms`` in the handler, start to end."""
-        if inputs < 1:
-            return
-        per_input = batch_ms / inputs
-        if self.batches_seen == 0:
-            self.mean_input_ms = per_input
-        else:
-            error = per_input - self.mean_input_ms
-            self.mean_input_ms += EXPECTED_WEIGHT * error
-            self.deviation_ms += EXPECTED_WEIGHT * (abs(error) - self.deviation_ms)
-        self.batches_seen += 1
+    def observe(self, batch_ms: float, inputs: int, ended_ms: float | None = None) -> None:
+        """A batch of ``inputs`` computed inputs took ``batch_ms`` in the handler, start to
+        end (``ended_ms``: when, in Unix ms)."""
+        self.times.observe(inputs, batch_ms)
+        if ended_ms is not None:
+            self.idle_since_ms = ended_ms

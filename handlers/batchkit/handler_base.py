@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Generic
@@ -75,9 +75,13 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         require_cuda(self.device)
         self.labels = json.loads((self.model_dir / self.config.labels_file).read_text())
         self.top_k = min(self.config.top_k, len(self.labels))
-        self.deadlines = DeadlinePolicy(budget_ms=self.config.deadline_budget_ms)
         self.load()
         self.warm_up()
+        self.deadlines = DeadlinePolicy(
+            budget_ms=self.config.deadline_budget_ms,
+            batch_delay_ms=float(model_yaml.get("maxBatchDelay", 100)),
+            idle_since_ms=time.time() * 1000,  # a request queued while it loaded arrived before this
+        )
         self.initialized = True
         logger.info(
             "%s ready on %s (batch size %d, %d threads)",
@@ -96,7 +100,7 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
             responses, report = self.process(
                 data,
                 [header_length_of(each) for each in headers],
-                self.deadlines.verdicts(headers, now_ms),
+                lambda inputs: self.deadlines.verdicts(headers, now_ms, inputs),
             )
         except Exception as exc:
             logger.exception("batch failed outside the per-request pipeline")
@@ -107,9 +111,10 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         self.last_report = report
         bodies = [self.respond(context, index, value) for index, value in enumerate(responses)]
         emit(getattr(context, "metrics", None), self.model_name, report)
-        # What the model ran on teaches the policy how long an input takes: the whole call,
+        # What the model ran on teaches the policy how long a batch takes: the whole call,
         # parsing and answering included, since a deadline is met or missed by all of it.
-        self.deadlines.observe(time.time() * 1000 - now_ms, report.inputs - report.rejected_inputs)
+        ended_ms = time.time() * 1000
+        self.deadlines.observe(ended_ms - now_ms, report.inputs - report.rejected_inputs, ended_ms)
         return bodies
 
     # ---- pipeline ---------------------------------------------------------------
@@ -117,15 +122,15 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         self,
         data: list[Any],
         header_lengths: list[str | None] | None = None,
-        verdicts: list[RequestError | None] | None = None,
+        verdicts: Callable[[list[int]], list[RequestError | None]] | None = None,
     ) -> tuple[list[Any], BatchReport]:
         """The batch core on this handler's stages, and the report of what it did.
 
         Every input of every request is flattened into one model batch, run once, and
         regrouped into each request's response, in the request's own protocol.
         ``header_lengths`` holds each request's Inference-Header-Content-Length header;
-        ``verdicts`` the error each request's deadline answers it with before any decode
-        (``deadlines.DeadlinePolicy``), or None to compute it.
+        ``verdicts``, given each request's number of inputs, the error each request's deadline
+        answers it with before any decode (``deadlines.DeadlinePolicy``), or None to compute it.
         """
         lengths = header_lengths or [None] * len(data)
         limit = self.config.max_inputs_per_request
@@ -135,7 +140,9 @@ class BatchHandler(abc.ABC, Generic[ConfigT]):
         ]
         answered_early = {
             index: verdict
-            for index, verdict in enumerate(verdicts or [None] * len(data))
+            for index, verdict in enumerate(
+                verdicts([len(request.inputs) for request in parsed]) if verdicts else [None] * len(data)
+            )
             if verdict is not None and parsed[index].error is None  # a bad envelope keeps its own error
         }
         for index, verdict in answered_early.items():  # answered in its own protocol, never decoded

@@ -206,6 +206,15 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                         "tsbatch.bench.apply_stress:main",
                     ),
                     Command(
+                        "trickle-burst",
+                        "a trickle broken by bursts, with and without deadlines: does shedding drop what was on time",
+                        (
+                            "tsbatch bench trickle-burst --models resnet18 bert_intent --budgets 40 50",
+                            "tsbatch bench trickle-burst --model-store ../main/model-store",
+                        ),
+                        "tsbatch.bench.trickle_burst:main",
+                    ),
+                    Command(
                         "multi-input",
                         "images/s with several images per request vs one, same server",
                         ("tsbatch bench multi-input --per-request 8 --clients 16 --duration 15",),

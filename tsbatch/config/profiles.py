@@ -37,13 +37,14 @@ CONTAINER_ENTRIES = {
     "model_store": f"{APP_DIR}/model-store",
     "metrics_config": f"{APP_DIR}/metrics.yaml",
     "plugins_path": f"{APP_DIR}/build/plugins",
+    "vmargs": f"-Dlog4j.configurationFile={APP_DIR}/log4j2.xml",
 }
 
 CONTAINER_NOTE = """\
 #   inference/management/metrics_address  0.0.0.0: inside a container loopback is
 #       unreachable from outside; what is exposed is decided by the published ports or
 #       the Kubernetes Service/NetworkPolicy.
-#   model_store, metrics_config, plugins_path  paths inside the image (/app); mount a
+#   model_store, metrics_config, plugins_path, vmargs  paths inside the image (/app); mount a
 #       volume over /app/model-store (or pass --model-store) to serve other archives.
 """
 

@@ -102,6 +102,9 @@ def effective_properties(
         relative = values.get(key)
         if relative and not Path(relative).is_absolute():
             replacements[key] = str((source.parent / relative).resolve())
+    vmargs = values.get("vmargs")
+    if vmargs:
+        replacements["vmargs"] = absolute_log_config(vmargs, source.parent)
     for kind, port in (ports or {}).items():
         replacements[ADDRESS_KEYS[kind]] = f"http://127.0.0.1:{port}"
     replacements.update(overrides or {})
@@ -113,6 +116,29 @@ def effective_properties(
     target = run_dir / "config.properties"
     target.write_text(text)
     return target
+
+
+LOG_CONFIG_FLAG = "-Dlog4j.configurationFile="
+# torchserve.out (TorchServe's prints: warnings and errors with log4j2.xml) is moved to
+# torchserve.out.1 at a start when past this size: two files at most.
+CONSOLE_LOG_CAP_BYTES = 10 * 2**20
+
+
+def absolute_log_config(vmargs: str, base: Path) -> str:
+    """``vmargs`` with a relative log4j2 configuration made absolute (TorchServe runs in its run dir)."""
+    words = []
+    for word in vmargs.split():
+        path = word.removeprefix(LOG_CONFIG_FLAG)
+        if word.startswith(LOG_CONFIG_FLAG) and ":" not in path and not Path(path).is_absolute():
+            word = LOG_CONFIG_FLAG + str((base / path).resolve())
+        words.append(word)
+    return " ".join(words)
+
+
+def rotated_console_log(path: Path, cap_bytes: int = CONSOLE_LOG_CAP_BYTES) -> Path:
+    if path.exists() and path.stat().st_size > cap_bytes:
+        path.replace(path.with_name(path.name + ".1"))
+    return path
 
 
 @dataclass
@@ -240,7 +266,7 @@ class TorchServe:
             "--model-store", str(self.model_store),
             "--ts-config", str(self.properties_path),
         ]  # fmt: skip
-        log = (self.run_dir / "torchserve.out").open("ab")
+        log = rotated_console_log(self.run_dir / "torchserve.out").open("ab")
         self.process = subprocess.Popen(
             command, cwd=self.run_dir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )

@@ -45,6 +45,7 @@ def test_bench_help_lists_its_targets(capsys: pytest.CaptureFixture[str]) -> Non
         "overload",
         "photos",
         "apply",
+        "trickle-burst",
     }
     for target in COMMANDS["bench"].targets:
         assert f"  {target.name} " in text and target.summary in text

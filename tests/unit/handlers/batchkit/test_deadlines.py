@@ -8,7 +8,6 @@ from batchkit.deadlines import (
     ARRIVAL_HEADER,
     DEADLINE_HEADER,
     RELEARN_AFTER_MS,
-    SPREAD_MARGIN,
     DeadlinePolicy,
     arrival_of,
     deadline_of,
@@ -25,7 +24,7 @@ def test_the_header_is_read_in_any_case_and_absent_means_no_deadline() -> None:
     assert deadline_of({DEADLINE_HEADER.upper(): "1800000000500.5"}) == 1_800_000_000_500.5
 
 
-@pytest.mark.parametrize("text", ["soon", "", "-5", "0", "inf", "nan"])
+@pytest.mark.parametrize("text", ["soon", "", "-5", "0", "inf", "nan", "1e30"])
 def test_a_deadline_that_is_no_time_is_a_400_naming_the_header(text: str) -> None:
     error = deadline_of({DEADLINE_HEADER: text})
     assert error is not None and not isinstance(error, float)
@@ -50,32 +49,98 @@ def deadline_in(ms: float) -> dict[str, str]:
     return {DEADLINE_HEADER: str(NOW + ms)}
 
 
-def test_the_policy_learns_the_time_of_an_input_and_a_first_batch_sheds_only_the_late() -> None:
+def test_the_policy_learns_batch_times_and_a_first_batch_sheds_only_the_late() -> None:
     policy = DeadlinePolicy()
     first = policy.verdicts([deadline_in(50), {}, deadline_in(-1)], NOW)  # nothing measured yet
     assert [verdict is None for verdict in first] == [True, True, False]
-    policy.observe(400.0, inputs=4)
-    assert policy.expected_input_ms == 100.0
+    policy.observe(100.0, inputs=4)
+    assert policy.expected_ms(4) == 100.0
     (verdict,) = policy.verdicts([deadline_in(50)], NOW)
     assert verdict is not None and verdict.code == "deadline_exceeded"
-    policy.observe(0.0, inputs=2)  # one fast batch moves the mean, it does not reset it,
-    assert (policy.mean_input_ms, policy.deviation_ms) == (80.0, 20.0)
-    assert policy.expected_input_ms == 80.0 + SPREAD_MARGIN * 20.0  # and widens the margin
     policy.observe(1000.0, inputs=0)  # nothing computed: nothing learnt
-    assert policy.batches_seen == 2
+    assert policy.batches_seen == 1
 
 
 def test_the_latest_due_are_kept_while_the_growing_batch_still_meets_each_deadline() -> None:
-    """At 100 ms an input, one request without a deadline is computed anyway: a second input
-    ends at 200 ms, a third at 300 ms. The 1000 ms and 300 ms deadlines fit; the 250 ms one
-    would need a 400 ms batch, and the 120 ms one is shed though alone it would have fit."""
+    """At 100 ms an input (no fixed cost), one request without a deadline is computed anyway:
+    a second input ends at 200 ms, a third at 300 ms. The 1000 ms and 300 ms deadlines fit;
+    the 250 ms one would need a 400 ms batch, and the 120 ms one is shed though alone it would
+    have fit."""
     policy = DeadlinePolicy()
-    policy.observe(100.0, inputs=1)
+    for _ in range(4):
+        policy.observe(100.0, inputs=1)
+        policy.observe(400.0, inputs=4)
     headers = [deadline_in(120), {}, deadline_in(1000), deadline_in(250), deadline_in(300)]
     verdicts = policy.verdicts(headers, NOW)
     assert [verdict is None for verdict in verdicts] == [False, True, True, False, True]
     shed = verdicts[3]
     assert shed is not None and "250 ms away" in shed.message and "about 400 ms" in shed.message
+
+
+def test_after_one_input_batches_a_burst_is_not_predicted_at_n_times_their_time() -> None:
+    """Light traffic (batches of one at 10 ms, 8 of it fixed cost), then a burst of eight due
+    in 40 ms: per input that was 80 ms and shed most of the burst; the line through both sizes
+    (and, before the first burst, the one size seen) keeps all eight."""
+    policy = DeadlinePolicy()
+    for _ in range(20):
+        policy.observe(10.0, inputs=1)
+    burst = [deadline_in(40)] * 8
+    assert all(verdict is None for verdict in policy.verdicts(burst, NOW)), (
+        "one size seen: errs toward computing"
+    )
+    policy.observe(24.0, inputs=8)
+    assert policy.expected_ms(8) < 30
+    assert all(verdict is None for verdict in policy.verdicts(burst, NOW))
+
+
+def test_every_input_of_a_multi_input_request_counts() -> None:
+    """32 images in one request make a batch of 32 inputs, not one."""
+    policy = DeadlinePolicy()
+    for _ in range(4):
+        policy.observe(5.0, inputs=1)
+        policy.observe(100.0, inputs=32)
+    policy.last_computed_ms = NOW  # it has just computed (no re-measuring due)
+    (verdict,) = policy.verdicts([deadline_in(51)], NOW, inputs=[32])
+    assert verdict is not None and "about 100 ms" in verdict.message
+    assert policy.verdicts([deadline_in(51)], NOW, inputs=[1]) == [None]
+
+
+@pytest.mark.parametrize(
+    ("text", "unit"),
+    [("1794662580", "seconds"), ("1794662580.424", "seconds"), ("300", "seconds"),
+     ("1794662580424000", "microseconds"), ("1794662580424000000", "nanoseconds")],
+)  # fmt: skip
+def test_a_deadline_in_another_unit_is_a_400_saying_which_unit_is_expected(text: str, unit: str) -> None:
+    error = deadline_of({DEADLINE_HEADER: text})
+    assert isinstance(error, RequestError) and (error.status, error.code) == (400, "invalid_deadline")
+    assert "Unix time in milliseconds" in error.message and unit in error.message, error.message
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {DEADLINE_HEADER: "1800000000500, 1800000000600"},
+        {DEADLINE_HEADER: "1800000000500", DEADLINE_HEADER.lower(): "1800000000600"},
+    ],
+)
+def test_a_deadline_sent_twice_is_a_400_in_either_form(headers: dict[str, str]) -> None:
+    error = deadline_of(headers)
+    assert isinstance(error, RequestError) and error.status == 400 and "sent 2 times" in error.message
+
+
+def test_a_deadline_passed_before_arrival_gets_no_retry_after() -> None:
+    """Passed before the proxy's stamp, or before the idle worker's last batch ended: a retry
+    of the same request would be shed again. Passed while it was queued: Retry-After."""
+    policy = DeadlinePolicy(batch_delay_ms=10, idle_since_ms=NOW - 5000)
+    stamped = {**deadline_in(-2000), ARRIVAL_HEADER: f"{NOW - 1000:.0f}"}
+    before_idle = deadline_in(-6000)
+    while_busy = deadline_in(-3000)
+    verdicts = policy.verdicts([stamped, before_idle, while_busy], NOW)
+    assert [verdict.retry_after_s if verdict else "kept" for verdict in verdicts] == [None, None, 1]
+    assert verdicts[0] is not None and "before it reached the server" in verdicts[0].message
+    busy = DeadlinePolicy(batch_delay_ms=10, idle_since_ms=NOW - 50)  # just ended a batch: maybe queued
+    (verdict,) = busy.verdicts([before_idle], NOW)
+    assert verdict is not None and verdict.retry_after_s == 1
 
 
 def test_a_default_budget_counts_from_the_proxy_s_arrival_stamp_in_any_unit() -> None:
