@@ -10,7 +10,7 @@ from batchkit.tolerance import tolerance
 from tsbatch.client.load import BackgroundLoad, LoadDriver
 from tsbatch.config.properties import ADDRESS_KEYS
 from tsbatch.paths import REPORTS_DIR
-from tsbatch.server.process import free_ports, worker_port_base
+from tsbatch.server.ports import free_ports, worker_port_base
 from tsbatch.server.served import served_decision
 
 REPORTS = REPORTS_DIR / "production"

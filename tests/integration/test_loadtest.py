@@ -23,7 +23,8 @@ import pytest
 import requests
 
 from tsbatch.paths import REPO_ROOT
-from tsbatch.server.process import TorchServe, free_port
+from tsbatch.server.ports import free_port
+from tsbatch.server.process import TorchServe
 
 LOCUST = Path(sys.executable).parent / "locust"
 TSBATCH_LOADTEST = [sys.executable, "-m", "tsbatch", "loadtest"]

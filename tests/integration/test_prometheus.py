@@ -26,7 +26,7 @@ from tests.integration.support import record
 from tests.unit.deploy.readers import adapter_rules, all_exprs, dashboard, promql_metric_names
 from tsbatch.archive.package import private_store
 from tsbatch.paths import REPO_ROOT
-from tsbatch.server.process import free_port
+from tsbatch.server.ports import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -26,7 +26,8 @@ from tsbatch.config.properties import update_model_settings
 from tsbatch.kinds.image.pictures import ink_pictures
 from tsbatch.server.daemon import start as serve_start
 from tsbatch.server.daemon import stop as serve_stop
-from tsbatch.server.process import TorchServe, free_ports, worker_port_base
+from tsbatch.server.ports import free_ports, worker_port_base
+from tsbatch.server.process import TorchServe
 from tsbatch.server.served import served_decision, worker_rss_mb
 
 MODEL = "resnet18"

@@ -34,7 +34,8 @@ from tsbatch.analysis.tune.mar import read_mar
 from tsbatch.analysis.tune.report import read_points_csv
 from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.paths import REPO_ROOT
-from tsbatch.server.process import TorchServe, free_ports, worker_port_base
+from tsbatch.server.ports import free_ports, worker_port_base
+from tsbatch.server.process import TorchServe
 
 ARCHIVER = Path(sys.executable).parent / "torch-model-archiver"
 MOBILENET, SCORER = "stock_mobilenet", "json_scorer"

@@ -47,7 +47,7 @@ def test_management_key_for_read_only_management_calls(tmp_path: Path) -> None:
 
 def test_key_file_knows_expiry_and_names_a_server_that_cannot_refresh(tmp_path: Path) -> None:
     from tsbatch.client.auth import KeyFile
-    from tsbatch.server.process import free_port
+    from tsbatch.server.ports import free_port
 
     key_file = tmp_path / "key_file.json"
     key_file.write_text(json.dumps({

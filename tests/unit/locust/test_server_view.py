@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tsbatch.locust.server_view import ServerEndpoints, ServerView
-from tsbatch.server.process import free_port
+from tsbatch.server.ports import free_port
 from tsbatch.sla.gate import Window
 
 DESCRIPTION = {"batchSize": 8, "maxBatchDelay": 10, "minWorkers": 1, "maxWorkers": 1}

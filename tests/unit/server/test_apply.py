@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tsbatch.server.apply import main
-from tsbatch.server.process import free_port
+from tsbatch.server.ports import free_port
 
 
 def test_a_run_dir_without_a_server_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

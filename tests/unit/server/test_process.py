@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tsbatch.config.properties import read_properties
-from tsbatch.server.process import TorchServe, effective_properties, free_ports
+from tsbatch.server.process import TorchServe, effective_properties
 
 
 def scrape(requests_: float, batches: float) -> str:
@@ -55,13 +55,6 @@ def test_settled_counters_give_up_at_the_deadline() -> None:
         "resnet18", NAMES, at_least={"BatchedRequestsTotal": 9}, quiet_s=0.01, timeout=0.05
     )
     assert counters["BatchedRequestsTotal"] == 1.0
-
-
-def test_free_ports_are_all_different() -> None:
-    """Drawn together, never the same port twice (TorchServe fails to bind on a repeat)."""
-    for _ in range(20):
-        ports = free_ports(5)
-        assert len(set(ports)) == 5 and all(1024 <= port < 65536 for port in ports)
 
 
 def test_an_instance_config_names_the_plugins_and_metrics_by_absolute_paths(tmp_path: Path) -> None:
