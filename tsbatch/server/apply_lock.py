@@ -43,6 +43,17 @@ def _read_holder(handle: IO[str]) -> dict[str, Any]:
     return holder if isinstance(holder, dict) else {}
 
 
+def _current_holder(handle: IO[str], patience_s: float = 2.0) -> dict[str, Any]:
+    """The record of the apply holding the lock now: it writes it just after taking the lock,
+    so until then the file holds nothing or the last holder's finished record; wait for it."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        holder = _read_holder(handle)
+        if (holder and not holder.get("finished", True)) or time.monotonic() >= deadline:
+            return holder if not holder.get("finished", True) else {}
+        time.sleep(POLL_S / 4)
+
+
 @contextmanager
 def apply_lock(run_dir: Path, wait_s: float = 0) -> Iterator[dict[str, Any]]:
     """Hold the server's apply lock for the block; yields the previous holder's record (``{}``
@@ -58,7 +69,7 @@ def apply_lock(run_dir: Path, wait_s: float = 0) -> Iterator[dict[str, Any]]:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise ApplyLocked(
-                        f"another apply holds {path}: {holder_text(_read_holder(handle))}; wait for it "
+                        f"another apply holds {path}: {holder_text(_current_holder(handle))}; wait for it "
                         "(or pass --wait SECONDS)"
                     ) from None
                 time.sleep(POLL_S)

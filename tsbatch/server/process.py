@@ -30,7 +30,7 @@ from tsbatch.config.properties import (
     replace_entry,
     with_model_settings,
 )
-from tsbatch.paths import DEFAULT_PROPERTIES
+from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.ports import free_ports, worker_port_base
 from tsbatch.server.worker_log import LogFollower, WorkerFailure, worker_failures
 
@@ -90,12 +90,17 @@ CONSOLE_LOG_CAP_BYTES = 10 * 2**20
 
 
 def absolute_log_config(vmargs: str, base: Path) -> str:
-    """``vmargs`` with a relative log4j2 configuration made absolute (TorchServe runs in its run dir)."""
+    """``vmargs`` with a relative log4j2 configuration made absolute (TorchServe runs in its run
+    dir): beside the config that names it, else the toolkit's own (a config copied elsewhere).
+    A file found in neither is an error: log4j2 would fall back to the console, with no logs."""
     words = []
     for word in vmargs.split():
         path = word.removeprefix(LOG_CONFIG_FLAG)
         if word.startswith(LOG_CONFIG_FLAG) and ":" not in path and not Path(path).is_absolute():
-            word = LOG_CONFIG_FLAG + str((base / path).resolve())
+            found = [c for c in (base / path, REPO_ROOT / path) if c.is_file()]
+            if not found:
+                raise ServerError(f"vmargs names {path}, found neither in {base} nor in {REPO_ROOT}")
+            word = LOG_CONFIG_FLAG + str(found[0].resolve())
         words.append(word)
     return " ".join(words)
 

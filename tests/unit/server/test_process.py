@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tsbatch.config.properties import read_properties
-from tsbatch.server.process import TorchServe, effective_properties
+from tsbatch.paths import REPO_ROOT
+from tsbatch.server.process import ServerError, TorchServe, absolute_log_config, effective_properties
 
 
 def scrape(requests_: float, batches: float) -> str:
@@ -64,3 +67,17 @@ def test_an_instance_config_names_the_plugins_and_metrics_by_absolute_paths(tmp_
     written = read_properties(effective_properties(source, tmp_path / "run", tmp_path / "store"))
     assert written["plugins_path"] == str((source.parent / "build" / "plugins").resolve())
     assert written["metrics_config"] == str((source.parent / "metrics.yaml").resolve())
+
+
+def test_a_relative_log_config_is_found_beside_the_config_else_the_toolkits(tmp_path: Path) -> None:
+    """A config copied elsewhere still names the shipped log4j2.xml; one found nowhere is refused
+    (log4j2 would silently log to the console only)."""
+    flag = "-Dlog4j.configurationFile="
+    assert (
+        absolute_log_config(f"-Xmx1g {flag}log4j2.xml", tmp_path)
+        == f"-Xmx1g {flag}{REPO_ROOT / 'log4j2.xml'}"
+    )
+    (tmp_path / "log4j2.xml").write_text("<Configuration/>")
+    assert absolute_log_config(f"{flag}log4j2.xml", tmp_path) == f"{flag}{tmp_path / 'log4j2.xml'}"
+    with pytest.raises(ServerError, match="found neither"):
+        absolute_log_config(f"{flag}missing.xml", tmp_path)
