@@ -25,11 +25,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
+from PIL import Image
 
 from batchkit.config import ImageModelConfig, from_mapping
 from tsbatch.archive import artifacts
@@ -125,11 +126,18 @@ def stock_store(artifact_dir: Path, model: str, settings: dict[str, Any], work: 
 
 def decode_ms(config: ImageModelConfig, bodies: list[bytes], reduced: str, seconds: float) -> float:
     """One photo's decode and crop in process, on one thread, in ms (``reduced``: the
-    reducedDecode value, where this build's worker has the key)."""
-    field = next((f.name for f in fields(ImageModelConfig) if f.name == "reduced_decode"), None)
-    if field is not None:
-        config = replace(config, **{field: reduced})
+    reducedDecode value). The pixel limit is lifted to the photo's size: the cost of decoding a
+    48 MP photo in full is measured, though a server refuses it with 413 at the shipped limit."""
+    with Image.open(io.BytesIO(bodies[0])) as image:
+        pixels = image.width * image.height
+    config = replace(config, reduced_decode=reduced, max_image_pixels=max(config.max_image_pixels, pixels))
     return 1000.0 / decode_rate(config, bodies, "pil", 1, 1, seconds)
+
+
+def refused_by_design(row: Row, max_image_pixels: int) -> bool:
+    """Reference decoding of a photo over the pixel limit: its 413s are the limit working."""
+    width, height = PHOTO_SIZES[row.size]
+    return row.server == "off" and width * height > max_image_pixels
 
 
 def print_table(rows: list[Row], decode: dict[tuple[str, str], float], cores: int, layout: str) -> None:
@@ -236,4 +244,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.decode_threads}, {args.clients} clients, {args.duration:g} s per row"
     )
     print_table(rows, decode, cores, layout)
-    return 1 if any(row.errors or not row.requests for row in rows if row.server != STOCK) else 0
+    failed = [
+        row
+        for row in rows
+        if row.server != STOCK
+        and (row.errors or not row.requests)
+        and not refused_by_design(row, config.max_image_pixels)
+    ]
+    return 1 if failed else 0
