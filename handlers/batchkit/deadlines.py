@@ -13,8 +13,9 @@ agree (the same host, or both synced): a skew moves every deadline by as much.
 
 How long a batch will take is predicted from the batches the worker ran, as a fixed cost
 plus a cost per input (``batch_time``), every input of a multi-input request counted; of
-the requests with deadlines the latest-due are kept while the batch, with them in it, still
-finishes in time for each. A deadline must be Unix milliseconds: one in seconds, micro- or
+the requests with deadlines the latest-due are kept while the batch, with them in it, could
+still finish in time for each: shedding errs toward computing, counting the batch a usual
+jitter faster than expected. A deadline must be Unix milliseconds: one in seconds, micro- or
 nanoseconds is refused (400) saying so, as is a header sent twice.
 """
 
@@ -29,9 +30,10 @@ from batchkit.errors import DeadlineExceeded, InvalidDeadline, RequestError
 
 DEADLINE_HEADER = "X-Request-Deadline-Ms"
 ARRIVAL_HEADER = "X-Request-Start"
-# A batch is predicted at its size's expected time plus this many mean deviations of batch
-# times: an answer late by the usual jitter counts as late as any other.
-SPREAD_MARGIN = 1.0
+# A request is shed only if its batch would end after its deadline even this many mean
+# deviations of batch times faster than expected: on the knife's edge, where the usual jitter
+# decides, it is computed (a late answer costs one batch; a wrong shed costs the request).
+JITTER_ALLOWANCE = 1.0
 # Unix time in milliseconds lies between these (1973 and 5138): a deadline outside them is
 # in another unit, and the bound it crosses says which.
 MS_RANGE = (1e11, 1e14)
@@ -146,7 +148,7 @@ def shed_error(
     if now_ms + expected_batch_ms > deadline_ms:
         return DeadlineExceeded.error(
             f"the request's deadline ({deadline_ms:.0f}, Unix ms) is {-late_by:.0f} ms away and its batch "
-            f"would take about {expected_batch_ms:.0f} ms here; it was not computed. Send a later deadline, or retry",
+            f"would take {expected_batch_ms:.0f} ms or more here; it was not computed. Send a later deadline, or retry",
             retry_after_s,
         )
     return None
@@ -168,10 +170,13 @@ class DeadlinePolicy:
         return self.times.batches
 
     def expected_ms(self, inputs: int) -> float:
-        """A batch of ``inputs`` inputs: its expected time plus the margin (0 before any batch)."""
-        if not self.times.batches:
-            return 0.0
-        return self.times.predict_ms(inputs) + SPREAD_MARGIN * self.times.spread_ms()
+        """A batch of ``inputs`` inputs: its expected time (0 before any batch)."""
+        return self.times.predict_ms(inputs) if self.times.batches else 0.0
+
+    def hopeful_ms(self, inputs: int) -> float:
+        """A batch of ``inputs`` inputs at its expected time less the usual jitter: what the
+        shedding verdicts compare with a deadline, so that they err toward computing."""
+        return max(0.0, self.expected_ms(inputs) - JITTER_ALLOWANCE * self.times.spread_ms())
 
     def arrived_after(self, headers: Mapping[str, str], now_ms: float) -> float | None:
         """A time the request surely arrived after: its proxy's stamp, else the end of the
@@ -192,7 +197,7 @@ class DeadlinePolicy:
         ``inputs`` holds each request's number of inputs (1 each when not given): a request
         of 32 images makes the batch 32 inputs longer. Requests without a deadline are
         computed whatever it costs; of the others the latest-due are kept first, each only if
-        the batch, its inputs added, still finishes before its deadline (deadlines fall as
+        the batch, its inputs added, could still finish before its deadline (deadlines fall as
         the batch grows: the first that fails ends it). After ``RELEARN_AFTER_MS`` without
         computing anything, the latest-due request still in time is computed anyway.
         """
@@ -210,7 +215,7 @@ class DeadlinePolicy:
         for deadline, index in timed:
             grown = batch_inputs + counts[index]
             verdicts[index] = shed_error(
-                deadline, now_ms, self.expected_ms(grown), self.arrived_after(headers[index], now_ms)
+                deadline, now_ms, self.hopeful_ms(grown), self.arrived_after(headers[index], now_ms)
             )
             if verdicts[index] is None:
                 computed += 1
