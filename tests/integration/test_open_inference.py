@@ -35,7 +35,7 @@ def client(server: TorchServe) -> triton.InferenceServerClient:
 def token(server: TorchServe) -> dict[str, str]:
     """A fresh headers dict per call: tritonclient writes Inference-Header-Content-Length
     into the dict it is given, so a dict reused for a JSON request would carry it along."""
-    return server.headers("inference")
+    return server.client.headers("inference")
 
 
 def bytes_input(name: str, values: list[bytes]) -> triton.InferInput:
@@ -109,7 +109,7 @@ def malformed_body(server: TorchServe, model: str) -> requests.Response:
     header = json.dumps(
         {"inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "parameters": {"binary_data_size": 64}}]}
     ).encode()
-    headers = {**server.headers("inference"), "Inference-Header-Content-Length": str(len(header))}
+    headers = {**server.client.headers("inference"), "Inference-Header-Content-Length": str(len(header))}
     return requests.post(
         f"{server.url('inference')}/v2/models/{model}/infer",
         data=header + b"\x03\x00\x00\x00abc",

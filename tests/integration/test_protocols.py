@@ -30,7 +30,7 @@ COUNTED = ["BatchedInputsTotal", "BatchedRequestsTotal"]
 def post(server: TorchServe, model: str, **kwargs: Any) -> requests.Response:
     # A session per call: the test's threads must not share one connection pool.
     with requests.Session() as session:
-        headers = {**server.headers("inference"), **kwargs.pop("headers", {})}
+        headers = {**server.client.headers("inference"), **kwargs.pop("headers", {})}
         return session.post(
             f"{server.url('inference')}/predictions/{model}", headers=headers, timeout=120, **kwargs
         )
