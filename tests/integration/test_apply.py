@@ -129,7 +129,7 @@ def test_two_workers_with_slow_batches_under_load_fail_no_request(
     assert versions(server) == [f"1.0.b{BATCH}d10w2"]
     assert served(server) == (BATCH, 10, 2)
     assert properties_batch_size(properties) == BATCH
-    assert "# Per model (default version):" in properties.read_text(), "comments kept"
+    assert "# Per model (default version)." in properties.read_text(), "comments kept"
     assert staged_archives(server) == [f"{MODEL}-1.0.b{BATCH}d10w2"], "only the served one is kept"
 
 
