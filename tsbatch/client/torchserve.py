@@ -93,9 +93,16 @@ class TorchServeClient:
             response = self.session.request(method, url, headers=headers, **options)
         return response
 
-    def management(self, method: str, path: str, ok: tuple[int, ...] = (200,), **params: Any) -> Any:
+    def management(
+        self,
+        method: str,
+        path: str,
+        ok: tuple[int, ...] = (200,),
+        timeout: float | None = None,
+        **params: Any,
+    ) -> Any:
         """A management call's JSON answer (None when empty); another status raises :class:`CallFailed`."""
-        response = self.send("management", method, path, params=params)
+        response = self.send("management", method, path, params=params, timeout=timeout or self.timeout_s)
         if response.status_code in ok:
             return response.json() if response.content else None
         text = response.text.strip()[:300]
@@ -122,11 +129,13 @@ class TorchServeClient:
         return response.text
 
     # ---- management ---------------------------------------------------------------
-    def describe(self, model: str, version: str | None = None, customized: bool = False) -> dict[str, Any]:
+    def describe(
+        self, model: str, version: str | None = None, customized: bool = False, timeout: float | None = None
+    ) -> dict[str, Any]:
         """The describe answer of ``model`` (its default version, or ``version``)."""
         path = f"/models/{model}" + (f"/{version}" if version else "")
         params = {"customized": "true"} if customized else {}
-        return self.management("GET", path, **params)[0]
+        return self.management("GET", path, timeout=timeout, **params)[0]
 
     def versions(self, model: str) -> list[str]:
         return [entry["modelVersion"] for entry in self.management("GET", f"/models/{model}/all")]

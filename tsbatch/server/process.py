@@ -24,7 +24,7 @@ import requests
 
 from tsbatch.client.auth import KeyFile
 from tsbatch.client.metrics import model_counters
-from tsbatch.client.torchserve import TorchServeClient
+from tsbatch.client.torchserve import CallFailed, TorchServeClient
 from tsbatch.config.properties import (
     ADDRESS_KEYS,
     model_settings,
@@ -262,10 +262,10 @@ class TorchServe:
         raise ServerError(f"models not READY after {timeout:.0f}s: {pending}\n{self.log_tail()}")
 
     def _model_ready(self, model: str) -> bool:
-        response = self.client.send("management", "GET", f"/models/{model}", timeout=5)
-        if response.status_code != 200:
+        try:
+            workers = self.client.describe(model, timeout=5).get("workers", [])
+        except CallFailed:
             return False
-        workers = response.json()[0].get("workers", [])
         return bool(workers) and all(w.get("status") == "READY" for w in workers)
 
     def log_tail(self, lines: int = 40) -> str:
