@@ -37,7 +37,7 @@ def background_load(
         f"{server.url('inference')}/predictions/{model}",
         bodies,
         content_types=content_type,
-        headers=server.headers("inference"),
+        headers=server.client.headers("inference"),
         request_timeout_s=timeout,
     )
     return BackgroundLoad(driver, clients)

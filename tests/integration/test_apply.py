@@ -53,14 +53,11 @@ def run_apply(server: TorchServe, *arguments: str) -> subprocess.CompletedProces
 
 
 def versions(server: TorchServe, model: str = MODEL) -> list[str]:
-    answer = server.session.get(
-        f"{server.url('management')}/models/{model}/all", headers=server.headers("management"), timeout=10
-    )
-    return [entry["modelVersion"] for entry in answer.json()]
+    return server.client.versions(model)
 
 
 def served(server: TorchServe, model: str = MODEL) -> tuple[int, int, int]:
-    now = server.describe(model)[0]
+    now = server.client.describe(model)
     return now["batchSize"], now["maxBatchDelay"], now["minWorkers"]
 
 
@@ -132,7 +129,7 @@ def test_two_workers_with_slow_batches_under_load_fail_no_request(
     assert versions(server) == [f"1.0.b{BATCH}d10w2"]
     assert served(server) == (BATCH, 10, 2)
     assert properties_batch_size(properties) == BATCH
-    assert "# Per model (default version):" in properties.read_text(), "comments kept"
+    assert "# Per model (default version)." in properties.read_text(), "comments kept"
     assert staged_archives(server) == [f"{MODEL}-1.0.b{BATCH}d10w2"], "only the served one is kept"
 
 
@@ -214,13 +211,13 @@ def test_an_apply_killed_after_its_switch_is_finished_by_the_next(
 
 def test_more_workers_scale_in_place_under_load(registering_server: TorchServe) -> None:
     server = registering_server
-    version = server.describe(OTHER)[0]["modelVersion"]
+    version = server.client.describe(OTHER)["modelVersion"]
     with background_load(server, OTHER, [b"play some jazz"], clients=2, content_type="text/plain") as load:
         time.sleep(1)
         code = main(["--model", OTHER, "--workers", "2", "--run-dir", str(server.run_dir), "--no-properties"])
     assert code == 0
     assert load.records and not failures(load.records)
-    now = server.describe(OTHER)[0]
+    now = server.client.describe(OTHER)
     assert (now["modelVersion"], now["minWorkers"], now["maxWorkers"]) == (version, 2, 2), (
         "same version, scaled"
     )

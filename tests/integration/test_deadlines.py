@@ -37,7 +37,7 @@ def send_trio(server: TorchServe) -> tuple[dict[str, requests.Response], dict[st
     answers: dict[str, requests.Response] = {}
 
     def send(name: str, deadline: float | None) -> None:
-        headers = {**server.headers("inference"), "Content-Type": "application/octet-stream"}
+        headers = {**server.client.headers("inference"), "Content-Type": "application/octet-stream"}
         if deadline is not None:
             headers["X-Request-Deadline-Ms"] = f"{deadline:.0f}"
         answers[name] = requests.post(url, data=digit_png(7, 32), headers=headers, timeout=60)
@@ -73,7 +73,7 @@ def test_expired_on_time_and_no_deadline_in_one_batch(server: TorchServe) -> Non
 
 def test_a_deadline_that_is_no_number_is_a_400_for_that_request(server: TorchServe) -> None:
     headers = {
-        **server.headers("inference"),
+        **server.client.headers("inference"),
         "Content-Type": "application/octet-stream",
         "X-Request-Deadline-Ms": "soon",
     }
@@ -101,7 +101,11 @@ def test_a_default_budget_counts_from_the_proxy_s_arrival_stamp(start_server, tm
     }
     statuses = {}
     for name, extra in stamps.items():
-        headers = {**budget_server.headers("inference"), "Content-Type": "application/octet-stream", **extra}
+        headers = {
+            **budget_server.client.headers("inference"),
+            "Content-Type": "application/octet-stream",
+            **extra,
+        }
         response = requests.post(
             f"{budget_server.url('inference')}/predictions/{MODEL}",
             data=digit_png(7, 32),
@@ -125,7 +129,7 @@ def raw_post(server: TorchServe, extra: list[tuple[str, str]]) -> tuple[int, dic
     body = digit_png(7, 32)
     connection.putrequest("POST", f"/predictions/{MODEL}")
     for name, value in [
-        *server.headers("inference").items(),
+        *server.client.headers("inference").items(),
         ("Content-Type", "application/octet-stream"),
         *extra,
     ]:

@@ -128,10 +128,12 @@ def test_batches_of_every_size_answer_as_the_eager_network(server: TorchServe, b
         )
 
     b64 = [base64.b64encode(body).decode() for body in bodies]
-    calls = [lambda i=i: server.predict(MODEL, bodies[i]) for i in range(4)]  # singles, batched together
-    calls.append(lambda: server.session.post(  # six inputs in one request: beyond the export bound
+    calls = [
+        lambda i=i: server.client.predict(MODEL, bodies[i]) for i in range(4)
+    ]  # singles, batched together
+    calls.append(lambda: server.client.session.post(  # six inputs in one request: beyond the export bound
         f"{server.url('inference')}/predictions/{MODEL}", json={"images": b64[4:]},
-        headers=server.headers(), timeout=60,
+        headers=server.client.headers(), timeout=60,
     ))  # fmt: skip
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:
         responses = list(pool.map(lambda call: call(), calls))

@@ -48,13 +48,13 @@ def run_probe(server: Any, check: str, *extra: str) -> subprocess.CompletedProce
 
 
 def worker_pids(server: Any, model: str = MODEL) -> list[int]:
-    return [worker["pid"] for worker in server.describe(model)[0]["workers"]]
+    return [worker["pid"] for worker in server.client.describe(model)["workers"]]
 
 
 # ---------------------------------------------------------------- killed worker
 def test_killed_worker_is_restarted_and_only_in_flight_requests_fail(start_server, model_store) -> None:
     server = start_server(model_store, [MODEL])
-    batch_size = server.describe(MODEL)[0]["batchSize"]
+    batch_size = server.client.describe(MODEL)["batchSize"]
     assert run_probe(server, "ready").returncode == 0
     (victim,) = worker_pids(server)
 
@@ -65,7 +65,7 @@ def test_killed_worker_is_restarted_and_only_in_flight_requests_fail(start_serve
         unready = None
         deadline = killed_at + 90
         while True:
-            workers = server.describe(MODEL)[0]["workers"]
+            workers = server.client.describe(MODEL)["workers"]
             if unready is None and any(w["status"] != "READY" for w in workers):
                 unready = run_probe(server, "ready")  # as kubelet would, while the worker is down
             if workers and all(w["status"] == "READY" and w["pid"] != victim for w in workers):
@@ -178,7 +178,7 @@ def post_together(server: Any, bodies: Sequence[bytes]) -> list[requests.Respons
 
     def send(index: int) -> None:
         barrier.wait()
-        responses[index] = server.predict(MODEL, bodies[index], "application/octet-stream", timeout=60)
+        responses[index] = server.client.predict(MODEL, bodies[index], "application/octet-stream", timeout=60)
 
     threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
     for thread in threads:
@@ -197,12 +197,12 @@ def test_failing_batch_gets_a_json_5xx_and_the_worker_keeps_serving(
     pids = worker_pids(server)
     image = image_bytes()
 
-    oom = server.predict(MODEL, b"INJECT-OOM", "application/octet-stream")
+    oom = server.client.predict(MODEL, b"INJECT-OOM", "application/octet-stream")
     assert oom.status_code == 503
     assert oom.headers["Content-Type"].startswith("application/json")
     assert oom.json()["error"]["type"] == "resource_exhausted"
 
-    crash = server.predict(MODEL, b"INJECT-ERROR", "application/octet-stream")
+    crash = server.client.predict(MODEL, b"INJECT-ERROR", "application/octet-stream")
     assert crash.status_code == 500
     assert crash.json()["error"] == {
         "type": "inference_failed",

@@ -97,7 +97,7 @@ def post(server: TorchServe, model: str, body: bytes, content_type: str) -> requ
     return requests.post(
         f"{server.url('inference')}/predictions/{model}",
         data=body,
-        headers={**server.headers(), "Content-Type": content_type},
+        headers={**server.client.headers(), "Content-Type": content_type},
         timeout=120,
     )
 

@@ -28,7 +28,7 @@ def client(torchserve: TorchServe):
 def test_both_models_answer_good_and_bad_inputs_concurrently(torchserve: TorchServe, client) -> None:
     images = [payload.body for payload in image_pool(seed=5, sides=(48, 96))]
     texts = ["freeze my card", "what's my routing number"]
-    over_http = [torchserve.predict(RESNET, image).json() for image in images]
+    over_http = [torchserve.client.predict(RESNET, image).json() for image in images]
     calls = [(RESNET, {"data": image}) for image in images]
     calls += [(INTENT, {"data": text.encode()}) for text in texts]
     calls += [

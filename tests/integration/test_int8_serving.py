@@ -80,7 +80,7 @@ def test_the_forced_int8_package_serves_and_answers_as_in_process(
     out, handler, _, _ = int8_archive
     bodies = [picture(seed) for seed in range(8)]
     with ThreadPoolExecutor(max_workers=len(bodies)) as pool:
-        responses = list(pool.map(lambda body: int8_server.predict(MODEL, body), bodies))
+        responses = list(pool.map(lambda body: int8_server.client.predict(MODEL, body), bodies))
     assert [r.status_code for r in responses] == [200] * len(bodies), [r.text for r in responses]
 
     package = torch._inductor.aoti_load_package(str(out / "model.cpu-int8.pt2"))

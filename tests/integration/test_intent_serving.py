@@ -33,7 +33,7 @@ def batching_server(start_server, model_store: Path) -> TorchServe:
 def predict(server: TorchServe, body: bytes | str, content_type: str = TEXT) -> requests.Response:
     # A session per call: the test's threads must not share one connection pool.
     with requests.Session() as session:
-        headers = {**server.headers("inference"), "Content-Type": content_type}
+        headers = {**server.client.headers("inference"), "Content-Type": content_type}
         data = body.encode("utf-8") if isinstance(body, str) else body
         return session.post(
             f"{server.url('inference')}/predictions/{MODEL}", data=data, headers=headers, timeout=60
@@ -122,7 +122,7 @@ def test_mixed_batch_answers_each_request_in_order_like_alone(batching_server: T
     batches = after["BatchesTotal"] - before["BatchesTotal"]
     assert requests_ == len(batch)
     assert batches < requests_
-    metrics = batching_server.metrics_text()
+    metrics = batching_server.client.metrics_text()
     assert re.search(rf'^PaddingEfficiency\{{[^}}]*ModelName="{MODEL}"', metrics, flags=re.MULTILINE)
 
 

@@ -75,7 +75,7 @@ def sdk(protocol: str, call: Callable[[InferenceRESTClient], Awaitable[T]]) -> T
 def token(server: TorchServe) -> dict[str, str]:
     """A fresh headers dict per call: the SDK writes the binary header length into the
     dict it is given."""
-    return server.headers("inference")
+    return server.client.headers("inference")
 
 
 def check_answers(model: Served, answers: list[Any]) -> None:

@@ -27,7 +27,7 @@ def logged_bytes(server: TorchServe) -> int:
 def send(server: TorchServe, count: int) -> None:
     body = digit_png(4, 32)
     for _ in range(count):
-        assert server.predict(MODEL, body, "image/png").status_code == 200
+        assert server.client.predict(MODEL, body, "image/png").status_code == 200
 
 
 @pytest.fixture(scope="module")

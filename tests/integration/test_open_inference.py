@@ -35,7 +35,7 @@ def client(server: TorchServe) -> triton.InferenceServerClient:
 def token(server: TorchServe) -> dict[str, str]:
     """A fresh headers dict per call: tritonclient writes Inference-Header-Content-Length
     into the dict it is given, so a dict reused for a JSON request would carry it along."""
-    return server.headers("inference")
+    return server.client.headers("inference")
 
 
 def bytes_input(name: str, values: list[bytes]) -> triton.InferInput:
@@ -109,7 +109,7 @@ def malformed_body(server: TorchServe, model: str) -> requests.Response:
     header = json.dumps(
         {"inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "parameters": {"binary_data_size": 64}}]}
     ).encode()
-    headers = {**server.headers("inference"), "Inference-Header-Content-Length": str(len(header))}
+    headers = {**server.client.headers("inference"), "Inference-Header-Content-Length": str(len(header))}
     return requests.post(
         f"{server.url('inference')}/v2/models/{model}/infer",
         data=header + b"\x03\x00\x00\x00abc",
@@ -122,7 +122,7 @@ def test_images_in_binary_v2_with_bad_inputs_equal_each_image_sent_alone(torchse
     images = [payload.body for payload in image_pool(seed=5, sides=(48, 96, 224))][:4]
     alone = []
     for image in images:
-        response = torchserve.predict(RESNET, image)
+        response = torchserve.client.predict(RESNET, image)
         assert response.status_code == 200, response.text
         alone.append(response.json())
     calls = {
@@ -154,7 +154,7 @@ def test_images_in_binary_v2_with_bad_inputs_equal_each_image_sent_alone(torchse
 
 
 def test_texts_in_binary_v2_with_bad_inputs_equal_each_text_sent_alone(torchserve: TorchServe) -> None:
-    alone = [torchserve.predict(INTENT, text, content_type="text/plain").json() for text in TEXTS]
+    alone = [torchserve.client.predict(INTENT, text, content_type="text/plain").json() for text in TEXTS]
     triton_client = client(torchserve)
     result = triton_client.infer(
         INTENT, [bytes_input("text", [TEXTS[0], b" ", TEXTS[1], b"\xff\xfe"])], headers=token(torchserve)

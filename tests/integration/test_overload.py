@@ -57,10 +57,10 @@ def test_overload_gets_fast_503s_and_memory_stays_bounded(start_server, model_st
             "vmargs": f"-Xmx{HEAP} -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError",
         },
     )
-    timeout_s = server.describe(MODEL)[0]["responseTimeout"]
+    timeout_s = server.client.describe(MODEL)["responseTimeout"]
     bodies = [noise_png(256, seed) for seed in range(4)]
     java = frontend(server)
-    assert server.predict(MODEL, bodies[0], "image/png").status_code == 200
+    assert server.client.predict(MODEL, bodies[0], "image/png").status_code == 200
     rss_before = java.memory_info().rss
 
     pending: list[int] = []
@@ -68,7 +68,7 @@ def test_overload_gets_fast_503s_and_memory_stays_bounded(start_server, model_st
 
     def watch_queue() -> None:
         while not stop.is_set():
-            pending.append(server.describe(MODEL)[0]["jobQueueStatus"]["pendingRequests"])
+            pending.append(server.client.describe(MODEL)["jobQueueStatus"]["pendingRequests"])
             time.sleep(0.2)
 
     watcher = threading.Thread(target=watch_queue, daemon=True)
@@ -124,4 +124,4 @@ def test_overload_gets_fast_503s_and_memory_stays_bounded(start_server, model_st
     assert java.is_running() and frontend(server).pid == java.pid, "the frontend must survive the overload"
     assert rss_after < 1024 * 2**20, "frontend memory not bounded"
     assert offered_mb > 2 * rss_after / 2**20, "the test must offer far more bytes than the frontend holds"
-    assert server.predict(MODEL, bodies[1], "image/png").status_code == 200
+    assert server.client.predict(MODEL, bodies[1], "image/png").status_code == 200

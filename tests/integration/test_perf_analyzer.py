@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(
 def test_model_config_answers_in_tritons_shape_from_the_served_settings(torchserve: TorchServe) -> None:
     base = torchserve.url("inference")
     for path in ("/v2/models/bert_intent/config", "/v2/models/bert_intent/versions/1.0/config"):
-        config = requests.get(base + path, headers=torchserve.headers(), timeout=30).json()
+        config = requests.get(base + path, headers=torchserve.client.headers(), timeout=30).json()
         assert config["name"] == "bert_intent" and config["max_batch_size"] == 8
         assert config["input"] == [{"name": "text", "data_type": "TYPE_STRING", "dims": [1]}]
         assert config["output"] == [{"name": "predictions", "data_type": "TYPE_STRING", "dims": []}]
@@ -36,7 +36,7 @@ def test_model_config_answers_in_tritons_shape_from_the_served_settings(torchser
             "max_queue_delay_microseconds": 5000,
         }
         assert config["parameters"]["torchserve.maxBatchDelay"] == {"string_value": "5"}
-    missing = requests.get(f"{base}/v2/models/nope/config", headers=torchserve.headers(), timeout=30)
+    missing = requests.get(f"{base}/v2/models/nope/config", headers=torchserve.client.headers(), timeout=30)
     assert missing.status_code == 404 and "is not served" in missing.json()["error"]
 
 

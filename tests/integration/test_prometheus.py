@@ -118,7 +118,7 @@ def drive_concurrent_load(server: Any) -> int:
 
     def client(_: int) -> list[int]:
         session = requests.Session()
-        headers = {**server.headers("inference"), "Content-Type": "image/png"}
+        headers = {**server.client.headers("inference"), "Content-Type": "image/png"}
         url = f"{server.url('inference')}/predictions/{MODEL}"
         return [
             session.post(url, data=body, headers=headers, timeout=60).status_code
@@ -147,7 +147,7 @@ def test_real_prometheus_sees_batching_and_evaluates_every_dashboard_query(
         wait_for(prometheus, 'up{job="torchserve"} == 1')
         # One request first, so every series exists and has a sample before the load:
         # increase() counts only what happens between samples.
-        assert server.predict(MODEL, image_bytes(), "image/png").status_code == 200
+        assert server.client.predict(MODEL, image_bytes(), "image/png").status_code == 200
         wait_for(prometheus, f'BatchesTotal{{ModelName="{MODEL}"}} > 0')
         wait_for(prometheus, f'ts_inference_requests_total{{model_name="{MODEL}"}} > 0')
         sent = drive_concurrent_load(server)

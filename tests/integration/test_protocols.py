@@ -30,7 +30,7 @@ COUNTED = ["BatchedInputsTotal", "BatchedRequestsTotal"]
 def post(server: TorchServe, model: str, **kwargs: Any) -> requests.Response:
     # A session per call: the test's threads must not share one connection pool.
     with requests.Session() as session:
-        headers = {**server.headers("inference"), **kwargs.pop("headers", {})}
+        headers = {**server.client.headers("inference"), **kwargs.pop("headers", {})}
         return session.post(
             f"{server.url('inference')}/predictions/{model}", headers=headers, timeout=120, **kwargs
         )
@@ -62,7 +62,7 @@ def images() -> list[bytes]:
 def test_images_in_every_protocol_concurrently_with_bad_inputs(torchserve: TorchServe, images) -> None:
     alone = []
     for image in images:
-        response = torchserve.predict(RESNET, image)
+        response = torchserve.client.predict(RESNET, image)
         assert response.status_code == 200, response.text
         alone.append(response.json())
     b64 = [base64.b64encode(image).decode() for image in images]
@@ -78,7 +78,7 @@ def test_images_in_every_protocol_concurrently_with_bad_inputs(torchserve: Torch
         "multipart": lambda: post(torchserve, RESNET, files={"first": images[1], "second": images[2]}),
         "all_bad": lambda: post_json(torchserve, RESNET, {"images": ["", "aGk="]}),
         "too_many": lambda: post_json(torchserve, RESNET, {"images": [b64[0]] * 33}),
-        "single": lambda: torchserve.predict(RESNET, images[3]),
+        "single": lambda: torchserve.client.predict(RESNET, images[3]),
     }
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:
         futures = {name: pool.submit(call) for name, call in calls.items()}
@@ -173,7 +173,7 @@ def test_curl_data_binary_without_a_content_type_gets_a_400_naming_the_header(
     body = tmp_path / "body"
     body.write_bytes(form_safe_image() if model == RESNET else b"freeze my card")
     url = f"{torchserve.url('inference')}/predictions/{model}"
-    token = torchserve.headers()["Authorization"]
+    token = torchserve.client.headers()["Authorization"]
     command = ["curl", "-s", "-w", "\n%{http_code}", "-H", f"Authorization: {token}"]
     result = subprocess.run(
         [*command, "--data-binary", f"@{body}", url], capture_output=True, text=True, check=True
@@ -195,7 +195,7 @@ def test_curl_data_binary_without_a_content_type_gets_a_400_naming_the_header(
 def test_kserve_paths_take_the_kserve_bodies(torchserve: TorchServe, images) -> None:
     """What a KServe client calls: /v1/models/<m>:predict and /v2/models/<m>/infer."""
     b64 = base64.b64encode(images[0]).decode()
-    headers = {**torchserve.headers("inference"), "Content-Type": "application/json"}
+    headers = {**torchserve.client.headers("inference"), "Content-Type": "application/json"}
     base = torchserve.url("inference")
     for model, value in ((RESNET, b64), (INTENT, TEXTS[0])):
         v1 = requests.post(f"{base}/v1/models/{model}:predict", json={"instances": [value]}, headers=headers)

@@ -108,11 +108,11 @@ def _java_processes(root: Path) -> list[int]:
 
 def test_plain_torchserve_serves_both_models(plain_torchserve: TorchServe) -> None:
     for model in MODELS:
-        (description,) = plain_torchserve.describe(model)
+        description = plain_torchserve.client.describe(model)
         assert any(worker["status"] == "READY" for worker in description["workers"]), model
     assert (plain_torchserve.run_dir / "key_file.json").exists(), "token auth stays on"
     # The frontend plugin plugins_path names (built by `make archive`) answers here too.
-    base, headers = plain_torchserve.url("inference"), plain_torchserve.headers("inference")
+    base, headers = plain_torchserve.url("inference"), plain_torchserve.client.headers("inference")
     ready = requests.get(f"{base}/v2/health/ready", headers=headers, timeout=30)
     assert ready.status_code == 200 and ready.json() == {"ready": True}, ready.text
     metadata = requests.get(f"{base}/v2/models/resnet18", headers=headers, timeout=30).json()

@@ -50,7 +50,7 @@ def post(server: TorchServe, body: bytes) -> requests.Response:
     return requests.post(
         f"{server.url('inference')}/predictions/{MODEL}",
         data=body,
-        headers={**server.headers(), "Content-Type": "application/octet-stream"},
+        headers={**server.client.headers(), "Content-Type": "application/octet-stream"},
         timeout=120,
     )
 

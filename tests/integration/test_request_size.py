@@ -50,7 +50,7 @@ def phone_photo() -> bytes:
 
 def post(server: TorchServe, path: str, **kwargs: Any) -> requests.Response:
     with requests.Session() as session:  # one connection per call: the calls run side by side
-        headers = {**server.headers("inference"), **kwargs.pop("headers", {})}
+        headers = {**server.client.headers("inference"), **kwargs.pop("headers", {})}
         return session.post(f"{server.url('inference')}{path}", headers=headers, timeout=180, **kwargs)
 
 

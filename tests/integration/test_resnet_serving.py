@@ -65,7 +65,7 @@ def test_sixteen_concurrent_clients_get_their_own_answers_in_batches(default_ser
     payloads = [digit_png(i, size=24 + 8 * (i % 5), fmt="PNG" if i % 2 else "JPEG") for i in range(32)]
     alone = []
     for payload in payloads:
-        response = default_server.predict(MODEL, payload)
+        response = default_server.client.predict(MODEL, payload)
         assert response.status_code == 200, response.text
         alone.append(response.json())
     before = default_server.settled_counters(MODEL, COUNTED)
@@ -78,7 +78,7 @@ def test_sixteen_concurrent_clients_get_their_own_answers_in_batches(default_ser
             response = session.post(
                 f"{default_server.url('inference')}/predictions/{MODEL}",
                 data=payloads[position],
-                headers=default_server.headers(),
+                headers=default_server.client.headers(),
                 timeout=60,
             )
             assert response.status_code == 200, response.text
@@ -109,13 +109,13 @@ def test_sixteen_concurrent_clients_get_their_own_answers_in_batches(default_ser
 
 
 def test_trained_digits_model_recognises_digits(default_server: TorchServe) -> None:
-    info = default_server.describe(MODEL)[0]
+    info = default_server.client.describe(MODEL)
     assert info["batchSize"] == 8
     digits = load_digits()
     hits = 0
     sample = range(1700, 1797)
     for index in sample:
-        body = default_server.predict(MODEL, digit_png(index, size=48)).json()
+        body = default_server.client.predict(MODEL, digit_png(index, size=48)).json()
         hits += body["predictions"][0]["label"] == str(digits.target[index])
     assert hits / len(sample) > 0.9
 
@@ -126,7 +126,7 @@ def test_token_auth_is_on(default_server: TorchServe) -> None:
     wrong = requests.post(url, data=digit_png(0, 32), headers={"Authorization": "Bearer wrong"}, timeout=10)
     assert wrong.status_code == 400
     management = requests.get(
-        f"{default_server.url('management')}/models", headers=default_server.headers(), timeout=10
+        f"{default_server.url('management')}/models", headers=default_server.client.headers(), timeout=10
     )
     assert management.status_code == 400, "the inference key must not open the management API"
 
@@ -159,7 +159,7 @@ def test_bad_requests_in_a_batch_fail_alone(slow_batching_server: TorchServe) ->
     ]
     before = slow_batching_server.settled_counters(MODEL, COUNTED)
     with ThreadPoolExecutor(max_workers=len(bodies)) as pool:
-        responses = list(pool.map(lambda body: slow_batching_server.predict(MODEL, body), bodies))
+        responses = list(pool.map(lambda body: slow_batching_server.client.predict(MODEL, body), bodies))
     after = slow_batching_server.settled_counters(
         MODEL, COUNTED, at_least={"BatchedRequestsTotal": before["BatchedRequestsTotal"] + len(bodies)}
     )
@@ -198,10 +198,10 @@ def test_editing_batch_size_and_serving_again_changes_the_live_setting(tmp_path:
     server = TorchServe(run_dir=run_dir, properties_path=run_dir / "config.properties", model_store=store)
     try:
         assert serve_start(run_dir, properties, 180, manifest) == 0
-        assert server.describe(MODEL)[0]["batchSize"] == 8
+        assert server.client.describe(MODEL)["batchSize"] == 8
         update_model_settings(properties, MODEL, {"batchSize": 4, "maxBatchDelay": 25})
         assert serve_start(run_dir, properties, 180, manifest) == 0
-        described = server.describe(MODEL)[0]
+        described = server.client.describe(MODEL)
         assert (described["batchSize"], described["maxBatchDelay"]) == (4, 25)
     finally:
         serve_stop(run_dir)

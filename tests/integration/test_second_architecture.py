@@ -101,7 +101,7 @@ def test_digit_pngs_get_the_top_k_digits_the_built_model_gives(mobilenet_archive
             model(model_batch(pixels, handler["mean"], handler["std"], torch.device("cpu"))), 1
         )
     for body, probabilities in zip(bodies, expected, strict=True):
-        response = mobilenet_server.predict(MODEL, body)
+        response = mobilenet_server.client.predict(MODEL, body)
         assert response.status_code == 200, response.text
         answer = response.json()
         assert answer["model"] == MODEL

@@ -43,7 +43,7 @@ def test_every_input_of_a_multi_input_request_counts_against_its_deadline(server
     url = f"{server.url('inference')}/predictions/{MODEL}"
     image = base64.b64encode(digit_png(3, 300)).decode()
     body = json.dumps({"instances": [image] * 32})
-    headers = {**server.headers(), "Content-Type": "application/json"}
+    headers = {**server.client.headers(), "Content-Type": "application/json"}
     took = []
     for _ in range(3):  # teach the worker a 32-input batch's time
         started = time.time()

@@ -44,7 +44,7 @@ def pool_load(server, model: str, pool: list[Payload]) -> BackgroundLoad:
 
 
 def worker_processes(server, model: str) -> list[psutil.Process]:
-    return [psutil.Process(worker["pid"]) for worker in server.describe(model)[0]["workers"]]
+    return [psutil.Process(worker["pid"]) for worker in server.client.describe(model)["workers"]]
 
 
 def median_mb(values: list[float]) -> float:

@@ -122,11 +122,11 @@ def test_one_text_and_a_list_answer_as_the_hugging_face_model(
 ) -> None:
     expected = hugging_face_probabilities(text_classifier_folders[MODELS[model]], TEXTS)
     tolerance = served_tolerance(text_server, model)
-    alone = text_server.predict(model, TEXTS[1], content_type="text/plain")
+    alone = text_server.client.predict(model, TEXTS[1], content_type="text/plain")
     assert alone.status_code == 200, alone.text
     check_answer(alone.json(), model, expected[1], tolerance)
 
-    listed = text_server.predict(model, json.dumps({"texts": TEXTS}), content_type="application/json")
+    listed = text_server.client.predict(model, json.dumps({"texts": TEXTS}), content_type="application/json")
     assert listed.status_code == 200, listed.text
     results = listed.json()["results"]
     assert len(results) == len(TEXTS) and results[-1]["truncated"] is True
@@ -141,7 +141,8 @@ def test_concurrent_requests_to_the_three_models_answer_each_as_alone(
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:
         responses = list(
             pool.map(
-                lambda call: text_server.predict(call[0], TEXTS[call[1]], content_type="text/plain"), calls
+                lambda call: text_server.client.predict(call[0], TEXTS[call[1]], content_type="text/plain"),
+                calls,
             )
         )
     assert [response.status_code for response in responses] == [200] * len(calls), [r.text for r in responses]

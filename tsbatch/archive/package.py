@@ -32,6 +32,8 @@ from tsbatch.config.properties import (
     PropertiesError,
     WorkerKey,
     archive_entry,
+    defaults_for,
+    model_settings,
     read_properties,
     replace_entry,
     update_model_settings,
@@ -51,11 +53,15 @@ def archive_settings(
     properties_path: Path, model_name: str, worker_keys: Sequence[WorkerKey] = ()
 ) -> dict[str, Any]:
     """The settings of one model in config.properties that the archive must repeat (with the
-    ``worker_keys`` of its kind it sets)."""
+    ``worker_keys`` of its kind it sets); each key left out takes TorchServe's default, said here."""
+    properties = read_properties(properties_path)
     try:
-        return archive_entry(read_properties(properties_path), model_name, worker_keys)
+        entry = archive_entry(properties, model_name, worker_keys)
     except PropertiesError as exc:
         raise PackageError(f"{properties_path}: {exc}") from None
+    for default in defaults_for(properties, model_settings(properties)[model_name]):
+        print(f"[package] {model_name}: models= {default.describe()}")
+    return entry
 
 
 def model_config(spec: ModelSpec, settings: dict[str, Any]) -> dict[str, Any]:

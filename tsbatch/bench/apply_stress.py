@@ -43,7 +43,7 @@ def load(
         f"{server.url('inference')}/predictions/{model}",
         bodies,
         content_types=content_type,
-        headers=server.headers("inference"),
+        headers=server.client.headers("inference"),
         request_timeout_s=120,
     )
     return BackgroundLoad(driver, clients)

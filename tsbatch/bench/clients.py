@@ -162,7 +162,7 @@ def measure_model(server: TorchServe, model: str, load: LoadSpec, work: Path) ->
     kind = load_manifest().kind_of(model)
     payload = one_input(kind.workload.pool(0))
     input_name = kind.input_schema().single_key
-    base, headers = server.url("inference"), server.headers("inference")
+    base, headers = server.url("inference"), server.client.headers("inference")
     body, header_length = v2_binary(input_name, payload.body)
     v2_headers = {**headers, "Inference-Header-Content-Length": str(header_length)}
     raw_load = LoadSpec(load.concurrency, load.rate_rps, WARMUP_S, load.measure_s)

@@ -118,7 +118,7 @@ def run_one(
             f"{server.url('inference')}/predictions/{model}",
             [text.encode("utf-8") for text in texts],
             content_types="text/plain; charset=utf-8",
-            headers=server.headers("inference"),
+            headers=server.client.headers("inference"),
         )
         result = driver.run(LoadSpec(concurrency=clients, warmup_s=warmup, measure_s=duration))
         rss_mb = worker_rss_mb(server, model)  # after the load: what pods and nodes must hold

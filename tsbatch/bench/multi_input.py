@@ -157,13 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-multi-input-") as tmp:
         server = start_instance(Path(tmp) / "run", manifest.model_store, [model])
         try:
-            settings = server.describe(model)[0]
+            settings = server.client.describe(model)
             url = f"{server.url('inference')}{url_path}"
             single = LoadDriver(
                 url,
                 images,
                 content_types="image/png",
-                headers=server.headers(),
+                headers=server.client.headers(),
                 model=model,
                 check=single_check(model),
             )
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                 url,
                 multi_bodies(images, args.per_request),
                 content_types="application/json",
-                headers=server.headers(),
+                headers=server.client.headers(),
                 model=model,
                 check=multi_check(model, args.per_request),
             )
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             binary = LoadDriver(
                 f"{server.url('inference')}/v2/models/{model}/infer",
                 binary_bodies,
-                headers={**server.headers(), HEADER_LENGTH: str(header_length)},
+                headers={**server.client.headers(), HEADER_LENGTH: str(header_length)},
                 model=model,
                 check=binary_v2_check(model, args.per_request),
             )

@@ -128,7 +128,7 @@ def open_loop_row(
     driver = LoadDriver(
         f"{server.url('inference')}/predictions/{args.model}",
         bodies,
-        headers=server.headers(),
+        headers=server.client.headers(),
         per_request=deadline_headers(args.model, args.p99_ms) if shedding else None,
         max_in_flight=4096,
     )
@@ -158,10 +158,10 @@ def live_apply(
     server: TorchServe, manifest: Manifest, bodies: list[bytes], batch_size: int, args: argparse.Namespace
 ) -> list[str]:
     """A new batch size applied under four clients' steady load: its report lines."""
-    current = LiveSettings.described(server.describe(args.model)[0])
+    current = LiveSettings.described(server.client.describe(args.model))
     target = current.changed(batch_size=args.apply_batch_size or max(1, batch_size // 2))
     driver = LoadDriver(
-        f"{server.url('inference')}/predictions/{args.model}", bodies, headers=server.headers()
+        f"{server.url('inference')}/predictions/{args.model}", bodies, headers=server.client.headers()
     )
     probe = Payload(bodies[0], "image/jpeg", "the bench's first photo")
     with BackgroundLoad(driver, users=4) as load:
@@ -177,7 +177,7 @@ def live_apply(
         time.sleep(2)
     during = [r for r in load.records if started <= r.start <= switched]
     failed = [r for r in load.records if r.status != 200]
-    described = LiveSettings.described(server.describe(args.model)[0])
+    described = LiveSettings.described(server.client.describe(args.model))
     steps = ", ".join(f"{step.name.lower()} {seconds:.1f}s" for step, seconds in report.timings.items())
     return [
         f"live apply under 4 clients: batchSize {current.batch_size} -> {described.batch_size} "
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         bodies = payload_images(64, "imagenet")
         try:
             url = f"{server.url('inference')}/predictions/{args.model}"
-            clients, capacity = sla_capacity(url, bodies, server.headers(), args)
+            clients, capacity = sla_capacity(url, bodies, server.client.headers(), args)
             capacity_rps = capacity.figures().throughput_rps or 0.0
             rows = []
             for multiple in multiples:

@@ -86,7 +86,7 @@ def server_pid(server: TorchServe) -> int:
 
 def measure(server: TorchServe, model: str, size: str, bodies: list[bytes], load: LoadSpec, name: str) -> Row:
     driver = LoadDriver(
-        f"{server.url('inference')}/predictions/{model}", bodies, headers=server.headers("inference")
+        f"{server.url('inference')}/predictions/{model}", bodies, headers=server.client.headers("inference")
     )
     pid = server_pid(server)
     cpu, started = group_cpu_seconds(pid), time.perf_counter()

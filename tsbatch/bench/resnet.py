@@ -151,7 +151,7 @@ def serve(
         driver = LoadDriver(
             f"{server.url('inference')}/predictions/{model}",
             payload_images(64, shape),
-            headers=server.headers(),
+            headers=server.client.headers(),
         )
         load = LoadSpec(concurrency=args.clients, warmup_s=args.warmup, measure_s=args.duration)
         served = driver.run(load).figures()

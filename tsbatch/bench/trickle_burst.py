@@ -95,7 +95,7 @@ def run_pattern(
 ) -> list[Outcome]:
     """The trickle-and-burst traffic once; the burst requests' outcomes, in order."""
     url = f"{server.url('inference')}/predictions/{model}"
-    headers = server.headers()
+    headers = server.client.headers()
     sessions = [requests.Session() for _ in range(args.burst)]
     outcomes: list[Outcome] = []
     for burst in range(args.bursts):
@@ -123,7 +123,7 @@ def run_pattern(
 def compare(server: TorchServe, model: str, budget_ms: float, args: argparse.Namespace) -> Comparison:
     pool = workload_for(model, load_manifest()).pool(16)
     for payload in pool[:4]:  # the first answers pay for nothing of the pattern
-        server.predict(model, payload.body, payload.content_type)
+        server.client.predict(model, payload.body, payload.content_type)
     plain = run_pattern(server, model, pool, None, args)
     return Comparison(model, budget_ms, plain, run_pattern(server, model, pool, budget_ms, args))
 

@@ -31,10 +31,12 @@ from tsbatch.config.properties import (
     SHARED_WORKER_KEYS,
     PropertiesError,
     WorkerKey,
+    defaults_for,
     load_models,
     model_settings,
     queue_problem,
     read_properties,
+    with_defaults,
 )
 from tsbatch.config.queue import sized_queues
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, TUNE_DIR
@@ -195,16 +197,10 @@ def check_models(values: dict[str, str], keys: Keys) -> tuple[list[Problem], dic
                         + _suggest(key, MODEL_KEYS | set(keys)),
                     )
                 )
-        for key in ARCHIVE_KEYS:
-            if key not in entry:
-                problems.append(
-                    Problem(
-                        "error",
-                        f"{where}.{key}",
-                        "missing; the toolkit bakes it into the archive, so it must be set here.",
-                    )
-                )
-            elif isinstance(entry[key], bool) or not isinstance(entry[key], int):
+        for default in defaults_for(values, entry):
+            problems.append(Problem("note", f"{where}.{default.key}", f"left out: {default.taken()}."))
+        for key in (key for key in ARCHIVE_KEYS if key in entry):
+            if isinstance(entry[key], bool) or not isinstance(entry[key], int):
                 problems.append(
                     Problem("error", f"{where}.{key}", f"must be a whole number, got {entry[key]!r}")
                 )
@@ -358,7 +354,8 @@ def check(
         loaded = load_models(values)
         if loaded:
             settings = {name: entry for name, entry in settings.items() if name in loaded}
-        problems += check_archives(settings, store, keys)
+        served = {name: with_defaults(values, entry) for name, entry in settings.items()}
+        problems += check_archives(served, store, keys)
     return problems
 
 

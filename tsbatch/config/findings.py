@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Problem:
-    severity: str  # "error" or "warning"
+    severity: str  # "error", "warning" or "note" (what a key left out takes: neither fails)
     where: str
     message: str
 

@@ -15,10 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from batchkit.config import ModelConfig
+
 BATCH_KEYS = ("minWorkers", "maxWorkers", "batchSize", "maxBatchDelay", "responseTimeout")
 # What each archive repeats from its models= entry: TorchServe's batch keys and the
-# toolkit's torchThreads. Every one is required: TorchServe would let the archive win.
+# toolkit's torchThreads (TorchServe lets the archive win, so the archive must say the same).
 ARCHIVE_KEYS = (*BATCH_KEYS, "torchThreads")
+# What TorchServe 0.12 serves for a key a models= entry leaves out, loading load_models'
+# archives (ModelManager.registerModel; ConfigManager.getDefaultResponseTimeout and
+# getDefaultWorkers): batchSize 1, maxBatchDelay 100 ms, responseTimeout default_response_timeout
+# (120 s when unset), workers default_workers_per_model (when unset: one per GPU, else one per
+# CPU core of the serving machine, so nothing is baked). torchThreads: the handler's default.
+TORCHSERVE_DEFAULTS = {"batchSize": 1, "maxBatchDelay": 100}
+DEFAULT_RESPONSE_TIMEOUT_S = 120
+DEFAULT_TORCH_THREADS: int = ModelConfig.torch_threads
+SERVE_TIME_WORKERS = "no default_workers_per_model: TorchServe starts one per GPU, else one per CPU core of the serving machine"
 # TorchServe 0.12 reads a model's queue size from its archive's model-config.yaml only (in
 # models= it ignores the key): the build bakes the entry's value in, and a model without one
 # queues up to job_queue_size (TorchServe's default when that is unset too).
@@ -170,20 +181,70 @@ def model_settings(properties: dict[str, str]) -> dict[str, dict[str, Any]]:
     return settings
 
 
+@dataclass(frozen=True)
+class Defaulted:
+    """An ``ARCHIVE_KEYS`` key a models= entry leaves out: the value it takes (None: TorchServe
+    picks it when it starts, and the archive leaves it out too) and where that comes from."""
+
+    key: str
+    value: int | None
+    source: str
+
+    def taken(self) -> str:
+        baked = "not baked" if self.value is None else f"{self.value} baked into the archive"
+        return f"{baked} ({self.source})"
+
+    def describe(self) -> str:
+        return f"{self.key} left out: {self.taken()}"
+
+
+def defaults_for(properties: Mapping[str, str], entry: Mapping[str, Any]) -> list[Defaulted]:
+    """The value TorchServe 0.12 would serve for each ``ARCHIVE_KEYS`` key ``entry`` leaves out."""
+    found = []
+    for key in (key for key in ARCHIVE_KEYS if key not in entry):
+        if key in TORCHSERVE_DEFAULTS:
+            found.append(Defaulted(key, TORCHSERVE_DEFAULTS[key], "TorchServe's default"))
+        elif key == "responseTimeout":
+            text = properties.get("default_response_timeout", "").strip()
+            found.append(
+                Defaulted(key, int(text), "default_response_timeout")
+                if text.isdigit()
+                else Defaulted(
+                    key, DEFAULT_RESPONSE_TIMEOUT_S, "TorchServe's default; no default_response_timeout"
+                )
+            )
+        elif key == "torchThreads":
+            found.append(Defaulted(key, DEFAULT_TORCH_THREADS, "the handler's default"))
+        else:
+            text = properties.get("default_workers_per_model", "").strip()
+            workers = int(text) if text.isdigit() and int(text) > 0 else None
+            found.append(
+                Defaulted(key, workers, "default_workers_per_model" if workers else SERVE_TIME_WORKERS)
+            )
+    return found
+
+
+def with_defaults(properties: Mapping[str, str], entry: Mapping[str, Any]) -> dict[str, Any]:
+    """``entry`` with the value TorchServe would serve for each key it leaves out (where known)."""
+    taken = {d.key: d.value for d in defaults_for(properties, entry) if d.value is not None}
+    return {**entry, **taken}
+
+
 def archive_entry(
     properties: Mapping[str, str], model: str, worker_keys: Sequence[WorkerKey] = ()
 ) -> dict[str, Any]:
-    """One model's ``ARCHIVE_KEYS`` from ``models=``, each required and a whole number (the
-    rule ``make check-config`` explains), and the ``worker_keys`` of its kind it sets; a
-    PropertiesError names what is missing or wrong."""
+    """One model's ``ARCHIVE_KEYS`` from ``models=``, whole numbers, a key left out taking what
+    TorchServe would serve (:func:`defaults_for`), and the ``worker_keys`` of its kind it sets;
+    a PropertiesError names what is wrong."""
     settings = model_settings(dict(properties))
     if model not in settings:
         raise PropertiesError(f"config.properties has no models entry for {model!r}")
-    entry = settings[model]
-    missing = [key for key in ARCHIVE_KEYS if key not in entry]
-    if missing:
-        raise PropertiesError(f"models.{model} lacks {missing}: the archive repeats them, set them here")
-    wrong = [key for key in ARCHIVE_KEYS if isinstance(entry[key], bool) or not isinstance(entry[key], int)]
+    entry = with_defaults(properties, settings[model])
+    wrong = [
+        key
+        for key in ARCHIVE_KEYS
+        if key in entry and (isinstance(entry[key], bool) or not isinstance(entry[key], int))
+    ]
     if wrong:
         raise PropertiesError(f"models.{model}: {wrong} must be whole numbers")
     for key in worker_keys:

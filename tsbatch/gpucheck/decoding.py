@@ -163,7 +163,7 @@ def served_rows(model: str, build: Path, threads: int, seconds: float, out: Path
             driver = LoadDriver(
                 f"{server.url('inference')}/predictions/{model}",
                 payload_images(64, "imagenet"),
-                headers=server.headers(),
+                headers=server.client.headers(),
             )
             figures = driver.run(LoadSpec(concurrency=16, warmup_s=2.0, measure_s=seconds)).figures()
         finally:

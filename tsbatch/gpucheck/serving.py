@@ -47,10 +47,10 @@ def batch_vs_alone(
     ranking are the model's kind's (models.yaml)."""
     workload = workload_for(model, manifest)
     pool = workload.pool(11)[:count]
-    alone = [server.predict(model, p.body, p.content_type, timeout=120) for p in pool]
+    alone = [server.client.predict(model, p.body, p.content_type, timeout=120) for p in pool]
     with ThreadPoolExecutor(max_workers=count) as executor:
         together = list(
-            executor.map(lambda p: server.predict(model, p.body, p.content_type, timeout=120), pool)
+            executor.map(lambda p: server.client.predict(model, p.body, p.content_type, timeout=120), pool)
         )
     for single, batched in zip(alone, together, strict=True):
         if single.status_code != 200 or batched.status_code != 200:

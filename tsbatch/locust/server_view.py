@@ -15,8 +15,9 @@ from typing import Any
 
 import requests
 
-from tsbatch.client.auth import auth_headers
+from tsbatch.client.auth import TokenError
 from tsbatch.client.metrics import counters_by_model
+from tsbatch.client.torchserve import CallFailed, FixedKeys, TorchServeClient
 from tsbatch.sla.gate import Window
 from tsbatch.sla.server import SERVER_COUNTERS, BatchSettings, ServerFigures, ServerSnapshot, window_figures
 
@@ -32,6 +33,11 @@ class ServerEndpoints:
     management_token: str | None = None
     token_source: str = ""
 
+    def client(self) -> TorchServeClient:
+        addresses = {"metrics": self.metrics_url, "management": self.management_url}
+        keys = FixedKeys({"management": self.management_token}) if self.management_token else None
+        return TorchServeClient(addresses, keys, timeout_s=SCRAPE_TIMEOUT_S)
+
 
 @dataclass
 class ServerView:
@@ -40,25 +46,26 @@ class ServerView:
     endpoints: ServerEndpoints
     models: list[str]
     interval_s: float = 2.0
-    session: requests.Session = field(default_factory=requests.Session)
     snapshots: dict[str, list[ServerSnapshot]] = field(default_factory=dict)
     settings: dict[str, BatchSettings] = field(default_factory=dict)
     error: str | None = None
     management_error: str | None = None
     attempts: int = 0
+    client: TorchServeClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client = self.endpoints.client()
 
     def scrape(self, now: float | None = None) -> bool:
         """One scrape of every model; ``False`` (and :attr:`error` set) when ``/metrics`` failed."""
         self.attempts += 1
-        url = f"{self.endpoints.metrics_url.rstrip('/')}/metrics"
         try:
-            response = self.session.get(url, timeout=SCRAPE_TIMEOUT_S)
-            response.raise_for_status()
+            text = self.client.metrics_text(timeout=SCRAPE_TIMEOUT_S)
         except requests.RequestException as exc:
-            self.error = f"metrics endpoint {url} unreachable ({_reason(exc)})"
+            self.error = f"metrics endpoint {self.client.url('metrics')}/metrics unreachable ({_reason(exc)})"
             return False
         at = time.time() if now is None else now
-        counters = counters_by_model(response.text, self.models, SERVER_COUNTERS)
+        counters = counters_by_model(text, self.models, SERVER_COUNTERS)
         for model in self.models:
             pids = self._describe(model)
             self.snapshots.setdefault(model, []).append(ServerSnapshot(at, counters[model], pids))
@@ -67,15 +74,20 @@ class ServerView:
 
     def _describe(self, model: str) -> frozenset[int] | None:
         """Refresh the model's batch settings; its workers' pids (``None`` when unreadable)."""
-        url = f"{self.endpoints.management_url.rstrip('/')}/models/{model}"
-        headers = auth_headers(self.endpoints.management_token)
         try:
-            response = self.session.get(url, headers=headers, timeout=SCRAPE_TIMEOUT_S)
-            response.raise_for_status()
-            entry: dict[str, Any] = response.json()[0]
+            entry = self.client.describe(model)
             self.settings[model] = BatchSettings.from_description(entry)
             pids = frozenset(int(worker["pid"]) for worker in entry.get("workers", []) if worker.get("pid"))
-        except (requests.RequestException, ValueError, KeyError, IndexError, TypeError) as exc:
+        except (
+            requests.RequestException,
+            CallFailed,
+            TokenError,
+            ValueError,
+            KeyError,
+            IndexError,
+            TypeError,
+        ) as exc:
+            url = f"{self.client.url('management')}/models/{model}"
             self.management_error = (
                 f"management API {url} ({_reason(exc)}; key: {self.endpoints.token_source})"
             )
@@ -123,4 +135,6 @@ def _reason(exc: BaseException) -> str:
     """A short cause: the HTTP status, or the exception's type (connection errors are long)."""
     if isinstance(exc, requests.HTTPError) and exc.response is not None:
         return f"HTTP {exc.response.status_code}"
+    if isinstance(exc, CallFailed):
+        return f"HTTP {exc.status}"
     return type(exc).__name__

@@ -256,25 +256,16 @@ def run_plan(
         report.timings[step] = time.monotonic() - begin
         log(f"[apply]   {step.name.lower()}: {report.timings[step]:.1f}s")
 
-    workers = {"min_worker": settings.workers, "max_worker": settings.workers, "synchronous": "false"}
     actions: dict[Step, Callable[[], object]] = {
-        Step.SCALE: lambda: api.call("PUT", f"/models/{model}", ok=(200, 202), **workers),
+        Step.SCALE: lambda: api.scale(model, settings.workers),
         Step.PACKAGE: lambda: state.update(archive=stage_archive(server, manifest, plan)),
-        Step.REGISTER: lambda: api.call(
-            "POST",
-            "/models",
-            ok=(200, 202),
-            url=state["archive"],
-            model_name=model,
-            initial_workers=settings.workers,
-            synchronous="false",
-        ),
+        Step.REGISTER: lambda: api.register(state["archive"], model, settings.workers),
         Step.WAIT_READY: lambda: api.wait(
             f"{settings.workers} READY workers of {model} {report.version}",
             lambda: ready_workers(api.describe(model, report.version)) >= settings.workers,
         ),
         Step.PROBE: lambda: probe_new(api, model, str(new), probe),
-        Step.SET_DEFAULT: lambda: api.call("PUT", f"/models/{model}/{new}/set-default"),
+        Step.SET_DEFAULT: lambda: api.set_default(model, str(new)),
         Step.DRAIN: lambda: drain(api, batches, model, old, log),
         Step.UNREGISTER: lambda: unregister(api, server, model, old, entry.get("modelUrl", "")),
         Step.VERIFY: lambda: verify(api, model, report.version, settings),
@@ -298,7 +289,7 @@ def probe_new(api: Management, model: str, version: str, probe: Payload) -> None
 
 
 def unregister(api: Management, server: TorchServe, model: str, version: str, archive: str) -> None:
-    api.call("DELETE", f"/models/{model}/{version}")
+    api.unregister(model, version)
     if is_staged(model, version, archive):  # an earlier apply's archive: nothing serves it now
         remove_staged(server.model_store / archive)
 
@@ -321,7 +312,7 @@ def left_behind(api: Management, server: TorchServe, plan: Plan, failed: Step, a
                 "finishes the change (check with `tsbatch status`)")  # fmt: skip
     if failed not in (Step.PACKAGE, Step.REGISTER):
         try:
-            api.call("DELETE", f"/models/{plan.model}/{plan.new_version}")
+            api.unregister(plan.model, plan.new_version)
         except ApplyError as exc:
             return f"the new version {plan.new_version} could not be unregistered ({exc}); {plan.old_version} serves"
     if archive:

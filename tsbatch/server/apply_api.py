@@ -1,19 +1,20 @@
-"""The management and inference calls of ``tsbatch apply``, with keys that may expire.
+"""The management and inference calls of ``tsbatch apply``, worded for its users.
 
-Every call sends the run directory's key, refreshed first when its expiration time has passed
-(``tsbatch.client.auth.KeyFile``); a key refused although the file says it is valid means the
-file is not the running server's, and that is what the error says.
+The calls themselves are the client's (:mod:`tsbatch.client.torchserve`: keys refreshed when
+they expire); here each refusal becomes an :class:`ApplyError` saying what to do. A key refused
+although the file says it is valid means the file is not the running server's.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 
 from tsbatch.client.auth import TokenError
+from tsbatch.client.torchserve import CallFailed, KeyRefused
 from tsbatch.server.process import TorchServe
 from tsbatch.workloads.payloads import Payload
 
@@ -22,101 +23,77 @@ ENABLE_MODEL_API = (
     "set enable_model_api=true in the server's config.properties and restart it (`make serve`); "
     "docs/live-settings.md says what that opens and how to keep it on loopback"
 )
+T = TypeVar("T")
 
 
 class ApplyError(RuntimeError):
     """An apply stopped; the message says what the server answered, what state it is in and what to do."""
 
 
-def refused_key(status: int, text: str) -> bool:
-    """TorchServe 0.12 answers a wrong or expired key with 400 "Token Authorization failed"."""
-    return status in (400, 401, 403) and "token" in text.lower()
-
-
 class Management:
-    """The management and inference calls of an apply; every refusal becomes an ApplyError."""
+    """The calls of an apply; every refusal becomes an ApplyError."""
 
     def __init__(self, server: TorchServe, timeout_s: float) -> None:
-        self.server, self.timeout_s = server, timeout_s
+        self.server, self.client, self.timeout_s = server, server.client, timeout_s
 
-    def headers(self, kind: str, refresh: bool = False) -> dict[str, str]:
-        """The ``kind`` key's header: refreshed when expired (or when ``refresh``)."""
-        if not self.server.token_auth:
-            return {}
-        keys = self.server.keys
+    def worded(self, call: Callable[[], T]) -> T:
+        """``call``'s answer; its failure as an ApplyError that says what to do."""
+        server = self.server
         try:
-            key = keys.refresh(kind) if refresh else keys.valid_key(kind)
+            return call()
         except TokenError as exc:
             raise ApplyError(
-                f"no valid {kind} key: {exc}; name the running server's run directory with --run-dir"
+                f"no valid management key: {exc}; name the running server's run directory with --run-dir"
             ) from None
-        return {"Authorization": f"Bearer {key}"}
-
-    def send(self, kind: str, method: str, url: str, **options: Any) -> requests.Response:
-        """One request with the ``kind`` key; a refusal of a key that expired on the way is
-        refreshed and sent once more."""
-        extra = options.pop("headers", {})
-        response = requests.request(
-            method, url, headers={**extra, **self.headers(kind)}, timeout=self.timeout_s, **options
-        )
-        if refused_key(response.status_code, response.text) and self.server.keys.expired(kind, margin_s=5):
-            response = requests.request(
-                method,
-                url,
-                headers={**extra, **self.headers(kind, refresh=True)},
-                timeout=self.timeout_s,
-                **options,
-            )
-        return response
-
-    def call(self, method: str, path: str, ok: tuple[int, ...] = (200,), **params: Any) -> Any:
-        url = f"{self.server.url('management')}{path}"
-        try:
-            response = self.send("management", method, url, params=params)
         except requests.RequestException as exc:
             raise ApplyError(
-                f"no answer from the management API at {url} ({type(exc).__name__}: {exc}): is the server "
-                f"running (`tsbatch status --run-dir {self.server.run_dir}`)?"
+                f"no answer from the management API at {server.url('management')} ({type(exc).__name__}: "
+                f"{exc}): is the server running (`tsbatch status --run-dir {server.run_dir}`)?"
             ) from None
-        if response.status_code in ok:
-            return response.json() if response.content else None
-        text = response.text.strip()[:300]
-        if refused_key(response.status_code, text):
+        except KeyRefused as exc:
             raise ApplyError(
-                f"the management API refused the key (HTTP {response.status_code}: {text}), though "
-                f"{self.server.key_file} says it has not expired: that file is not the running server's; "
+                f"the management API refused the key (HTTP {exc.status}: {exc.text}), though "
+                f"{server.key_file} says it has not expired: that file is not the running server's; "
                 "name the run directory of the running server with --run-dir (`tsbatch serve` writes "
                 ".serve/key_file.json)"
-            )
-        raise ApplyError(f"{method} {path} answered HTTP {response.status_code}: {text}")
+            ) from None
+        except CallFailed as exc:
+            raise ApplyError(str(exc)) from None
 
     def describe(self, model: str, version: str | None = None) -> dict[str, Any]:
-        path = f"/models/{model}" + (f"/{version}" if version else "")
-        return self.call("GET", path)[0]
+        return self.worded(lambda: self.client.describe(model, version))
 
     def versions(self, model: str) -> list[str]:
-        return [entry["modelVersion"] for entry in self.call("GET", f"/models/{model}/all")]
+        return self.worded(lambda: self.client.versions(model))
 
     def require_model_api(self) -> None:
-        """POST /models without a url: 400 (url missing) when registration is on, 405 when off."""
-        try:
-            self.call("POST", "/models", ok=(400,))
-        except ApplyError as exc:
-            if "HTTP 405" in str(exc):
-                raise ApplyError(
-                    f"model registration is off on this server (HTTP 405): {ENABLE_MODEL_API}"
-                ) from None
-            raise
+        if not self.worded(self.client.model_api_enabled):
+            raise ApplyError(f"model registration is off on this server (HTTP 405): {ENABLE_MODEL_API}")
+
+    def register(self, archive: str, model: str, workers: int) -> None:
+        self.worded(lambda: self.client.register(archive, model, workers))
+
+    def scale(self, model: str, workers: int) -> None:
+        self.worded(lambda: self.client.scale(model, workers))
+
+    def set_default(self, model: str, version: str) -> None:
+        self.worded(lambda: self.client.set_default(model, version))
+
+    def unregister(self, model: str, version: str) -> None:
+        self.worded(lambda: self.client.unregister(model, version))
 
     def predict(self, model: str, version: str, payload: Payload) -> tuple[int, float, str]:
         """One request to that version: its status, seconds and the start of its body."""
-        url = f"{self.server.url('inference')}/predictions/{model}/{version}"
         begin = time.monotonic()
         try:
-            response = self.send(
-                "inference", "POST", url, data=payload.body, headers={"Content-Type": payload.content_type}
+            response = self.client.predict(
+                model, payload.body, payload.content_type, version=version, timeout=self.timeout_s
             )
             status, text = response.status_code, response.text[:200]
+        except TokenError as exc:
+            raise ApplyError(
+                f"no valid inference key: {exc}; name the running server's run directory with --run-dir"
+            ) from None
         except requests.RequestException as exc:
             status, text = 0, f"{type(exc).__name__}: {exc}"
         return status, time.monotonic() - begin, text

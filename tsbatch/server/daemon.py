@@ -133,7 +133,7 @@ def status(run_dir: Path) -> int:
     models = list(model_settings(server.properties))
     for model in models:
         try:
-            print(json.dumps(server.describe(model)[0], indent=2))
+            print(json.dumps(server.client.describe(model), indent=2))
         except Exception as exc:
             print(f"{model}: {exc}")
     print("What the workers serve (their own decision):")

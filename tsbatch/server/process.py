@@ -15,7 +15,8 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import requests
 
 from tsbatch.client.auth import KeyFile
 from tsbatch.client.metrics import model_counters
+from tsbatch.client.torchserve import CallFailed, TorchServeClient
 from tsbatch.config.properties import (
     ADDRESS_KEYS,
     model_settings,
@@ -119,7 +121,6 @@ class TorchServe:
     properties_path: Path
     model_store: Path
     process: subprocess.Popen[bytes] | None = None
-    session: requests.Session = field(default_factory=requests.Session)
     # Where this instance's part of the model log begins (a restarted server appends to it).
     model_log_offset: int = 0
 
@@ -156,38 +157,16 @@ class TorchServe:
         """The ``kind`` key as the file holds it now (expired or not: see ``keys``)."""
         return self.keys.key(kind) if self.token_auth else None
 
-    def headers(self, kind: str = "inference") -> dict[str, str]:
-        """The ``kind`` key's header, refreshed first when it has expired."""
-        return {"Authorization": f"Bearer {self.keys.valid_key(kind)}"} if self.token_auth else {}
-
-    # ---- requests -----------------------------------------------------------------
-    def predict(
-        self,
-        model: str,
-        body: bytes | str,
-        content_type: str = "application/octet-stream",
-        timeout: float = 60,
-    ) -> requests.Response:
-        headers = {**self.headers("inference"), "Content-Type": content_type}
-        return self.session.post(
-            f"{self.url('inference')}/predictions/{model}", data=body, headers=headers, timeout=timeout
-        )
-
-    def describe(self, model: str) -> list[dict[str, Any]]:
-        response = self.session.get(
-            f"{self.url('management')}/models/{model}", headers=self.headers("management"), timeout=10
-        )
-        response.raise_for_status()
-        return response.json()
-
-    def metrics_text(self) -> str:
-        response = self.session.get(f"{self.url('metrics')}/metrics", timeout=10)
-        response.raise_for_status()
-        return response.text
+    @cached_property
+    def client(self) -> TorchServeClient:
+        """The one client of this server's APIs: its addresses, its keys and one session."""
+        properties = self.properties
+        addresses = {kind: properties[key] for kind, key in ADDRESS_KEYS.items() if key in properties}
+        return TorchServeClient(addresses, self.keys if self.token_auth else None)
 
     def model_counters(self, model: str, names: list[str]) -> dict[str, float]:
         """Each named Prometheus metric for ``model``, summed over its other labels (0 if absent)."""
-        return model_counters(self.metrics_text(), model, names)
+        return model_counters(self.client.metrics_text(), model, names)
 
     def settled_counters(
         self,
@@ -283,12 +262,10 @@ class TorchServe:
         raise ServerError(f"models not READY after {timeout:.0f}s: {pending}\n{self.log_tail()}")
 
     def _model_ready(self, model: str) -> bool:
-        response = self.session.get(
-            f"{self.url('management')}/models/{model}", headers=self.headers("management"), timeout=5
-        )
-        if response.status_code != 200:
+        try:
+            workers = self.client.describe(model, timeout=5).get("workers", [])
+        except CallFailed:
             return False
-        workers = response.json()[0].get("workers", [])
         return bool(workers) and all(w.get("status") == "READY" for w in workers)
 
     def log_tail(self, lines: int = 40) -> str:
@@ -307,7 +284,8 @@ class TorchServe:
             return
         stop_process_group(pid, timeout, self.process)
         (self.run_dir / "launcher.pid").unlink(missing_ok=True)
-        self.session.close()
+        if "client" in self.__dict__:  # made on first use
+            self.client.close()
 
 
 def _read_pid(path: Path) -> int | None:

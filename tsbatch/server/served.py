@@ -12,29 +12,19 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
+from tsbatch.client.torchserve import TorchServeClient
+
 
 class ManagedServer(Protocol):
-    """The parts of ``tsbatch.server.process.TorchServe`` used here."""
+    """The part of ``tsbatch.server.process.TorchServe`` used here."""
 
-    session: Any
-
-    def url(self, kind: str) -> str: ...
-
-    def headers(self, kind: str = "inference") -> dict[str, str]: ...
-
-    def describe(self, model: str) -> list[dict[str, Any]]: ...
+    @property
+    def client(self) -> TorchServeClient: ...
 
 
 def served_decision(server: ManagedServer, model: str) -> dict[str, Any]:
     """One worker's own account of what it serves (runtime, precision, file, load time, why)."""
-    response = server.session.get(
-        f"{server.url('management')}/models/{model}",
-        params={"customized": "true"},
-        headers=server.headers("management"),
-        timeout=30,
-    )
-    response.raise_for_status()
-    (description,) = response.json()[:1]
+    description = server.client.describe(model, customized=True)
     metadata = description.get("customizedMetadata", "{}")
     return json.loads(metadata) if isinstance(metadata, str) else dict(metadata)
 
@@ -55,7 +45,7 @@ def worker_rss_mb(server: ManagedServer, model: str) -> list[float]:
     """Resident memory of each READY worker of ``model``, in MiB, read from /proc by the
     pid the management API names (the frontend's own ``memoryUsage`` where that fails)."""
     sizes = []
-    for worker in server.describe(model)[0].get("workers", []):
+    for worker in server.client.describe(model).get("workers", []):
         if worker.get("status") != "READY":
             continue
         rss = process_rss_mb(int(worker.get("pid") or 0))

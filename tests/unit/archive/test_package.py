@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import tiny_image_handler
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import load_manifest
@@ -30,3 +32,22 @@ def test_the_queue_size_and_deadline_budget_travel_in_the_model_config(tmp_path:
     assert "jobQueueSize" not in plain and plain["handler"]["deadline_budget_ms"] == 0
     serving = model_config(spec, {**settings, "jobQueueSize": 12, "deadlineBudgetMs": 500})
     assert serving["jobQueueSize"] == 12 and serving["handler"]["deadline_budget_ms"] == 500
+
+
+def test_an_entry_torchserve_accepts_builds_and_the_output_names_each_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No responseTimeout, workers or torchThreads: TorchServe defaults them, so the build does too."""
+    spec = replace(load_manifest().model("resnet18"), build_dir=tmp_path)
+    artifacts.write_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE, tiny_image_handler())
+    properties = tmp_path / "config.properties"
+    properties.write_text('models={"resnet18": {"1.0": {"marName": "resnet18.mar", "batchSize": 8}}}\n')
+    config = model_config(spec, archive_settings(properties, "resnet18"))
+    assert {key: config.get(key) for key in ("batchSize", "maxBatchDelay", "responseTimeout", "minWorkers")} == {
+        "batchSize": 8, "maxBatchDelay": 100, "responseTimeout": 120, "minWorkers": None,
+    }  # fmt: skip
+    assert config["handler"]["torch_threads"] == 1
+    said = capsys.readouterr().out
+    assert "[package] resnet18: models= responseTimeout left out: 120 baked into the archive" in said
+    assert "[package] resnet18: models= minWorkers left out: not baked (no default_workers_per_model" in said
+    assert "batchSize left out" not in said

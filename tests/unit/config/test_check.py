@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from tsbatch.config.check import check, main
-from tsbatch.config.properties import update_model_settings
+from tsbatch.config.properties import read_properties, update_model_settings
 from tsbatch.paths import REPO_ROOT
 
 
@@ -119,3 +119,31 @@ def test_the_queue_size_and_deadline_budget_are_baked_and_checked_against_the_ar
     update_model_settings(path, "bert_intent", {"deadlineBudgetMs": -1})
     found = messages(check(path, include_archives=False))
     assert any("models.bert_intent.deadlineBudgetMs" in m and "at least 0" in m for m in found), found
+
+
+def test_keys_left_out_are_noted_not_refused_and_the_archive_checked_against_their_defaults(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from tsbatch.config.properties import format_models, replace_entry
+
+    path = copy_config(tmp_path)
+    text = path.read_text()
+    document = json.loads(read_properties(path)["models"])
+    for key in ("responseTimeout", "maxBatchDelay", "torchThreads"):
+        del document["bert_intent"]["1.0"][key]
+    path.write_text(replace_entry(text, "models", format_models(document)))
+    problems = check(path, include_archives=False)
+    assert {p.severity for p in problems} == {"note"}, messages(problems)
+    noted = "NOTE    models.bert_intent.responseTimeout: left out: 60 baked into the archive (default_response_timeout)."
+    assert noted in messages(problems)  # the shipped file sets default_response_timeout=60
+    assert main(["--properties", str(path), "--no-archives", "--strict"]) == 0
+    store = tmp_path / "model-store"
+    baked = {"minWorkers": 1, "maxWorkers": 1, "batchSize": 8, "maxBatchDelay": 10, "responseTimeout": 60}
+    write_archive(store, "resnet18", {**baked, "handler": {"torch_threads": 1, "decode_threads": 1}})
+    defaulted = {**baked, "maxBatchDelay": 100}
+    write_archive(store, "bert_intent", {**defaulted, "handler": {"torch_threads": 1}})
+    assert {p.severity for p in check(path)} == {"note"}
+    write_archive(store, "bert_intent", {**baked, "handler": {"torch_threads": 1}})
+    assert any("maxBatchDelay: archive 10 vs config.properties 100" in m for m in messages(check(path)))

@@ -108,8 +108,9 @@ def test_an_archive_entry_needs_every_baked_key_as_check_config_says() -> None:
     full = {"minWorkers": 1, "maxWorkers": 1, "batchSize": 8, "maxBatchDelay": 5, "responseTimeout": 60}
     values = models({**full, "torchThreads": 2})
     assert archive_entry(values, "m")["torchThreads"] == 2
-    with pytest.raises(PropertiesError, match=r"lacks \['torchThreads'\]"):
-        archive_entry(models(full), "m")
+    assert archive_entry(models(full), "m")["torchThreads"] == 1  # the handler's default
+    with pytest.raises(PropertiesError, match=r"\['batchSize'\] must be whole numbers"):
+        archive_entry(models({**full, "batchSize": "8"}), "m")
     with pytest.raises(PropertiesError, match="no models entry for 'x'"):
         archive_entry(values, "x")
     decoding = models({**full, "torchThreads": 1, "decodeThreads": 2, "decodePath": "tensor"})
@@ -142,3 +143,22 @@ def test_a_model_s_queue_is_its_own_size_else_the_server_s_else_torchserve_s_def
     assert queue_size({"job_queue_size": "64"}, {"jobQueueSize": 12}) == 12
     assert queue_size({"job_queue_size": "64"}, {}) == 64
     assert queue_size({}, {}) == DEFAULT_JOB_QUEUE_SIZE == 100
+
+
+def test_a_key_left_out_takes_what_torchserve_0_12_would_serve() -> None:
+    import json
+
+    from tsbatch.config.properties import SERVE_TIME_WORKERS, archive_entry, defaults_for
+
+    bare = {"models": json.dumps({"m": {"1.0": {"marName": "m.mar"}}})}
+    assert archive_entry(bare, "m") == {"batchSize": 1, "maxBatchDelay": 100, "responseTimeout": 120, "torchThreads": 1}  # fmt: skip
+    said = {d.key: d.describe() for d in defaults_for(bare, {})}
+    assert said["responseTimeout"] == "responseTimeout left out: 120 baked into the archive (TorchServe's default; no default_response_timeout)"  # fmt: skip
+    assert said["minWorkers"] == f"minWorkers left out: not baked ({SERVE_TIME_WORKERS})"
+    server_wide = {**bare, "default_response_timeout": "30", "default_workers_per_model": "2"}
+    assert archive_entry(server_wide, "m") == {
+        "minWorkers": 2, "maxWorkers": 2, "batchSize": 1, "maxBatchDelay": 100, "responseTimeout": 30, "torchThreads": 1,
+    }  # fmt: skip
+    assert [d.source for d in defaults_for(server_wide, {})][:2] == ["default_workers_per_model"] * 2
+    # A key set is never defaulted, whatever the server-wide values.
+    assert archive_entry({**server_wide, "models": json.dumps({"m": {"1.0": {"responseTimeout": 9}}})}, "m")["responseTimeout"] == 9  # fmt: skip

@@ -21,11 +21,10 @@ def scrape(requests_: float, batches: float) -> str:
     )
 
 
-class ScriptedServer(TorchServe):
-    """A TorchServe whose /metrics answers come from a list, one per scrape."""
+class ScriptedMetrics:
+    """A client whose /metrics answers come from a list, one per scrape."""
 
     def __init__(self, scrapes: list[str]) -> None:
-        super().__init__(run_dir=Path("."), properties_path=Path("."), model_store=Path("."))
         self.scrapes = scrapes
         self.calls = 0
 
@@ -33,6 +32,15 @@ class ScriptedServer(TorchServe):
         text = self.scrapes[min(self.calls, len(self.scrapes) - 1)]
         self.calls += 1
         return text
+
+
+class ScriptedServer(TorchServe):
+    """A TorchServe whose client is :class:`ScriptedMetrics`."""
+
+    def __init__(self, scrapes: list[str]) -> None:
+        super().__init__(run_dir=Path("."), properties_path=Path("."), model_store=Path("."))
+        self.metrics = ScriptedMetrics(scrapes)
+        self.__dict__["client"] = self.metrics  # what the cached ``client`` property would hold
 
 
 NAMES = ["BatchedRequestsTotal", "BatchesTotal"]
@@ -49,7 +57,7 @@ def test_settled_counters_wait_for_the_floor_and_for_quiet() -> None:
     server = ScriptedServer([scrape(1, 1), scrape(1, 1), scrape(5, 2), scrape(9, 3), scrape(9, 3)])
     counters = server.settled_counters("resnet18", NAMES, at_least={"BatchedRequestsTotal": 9}, quiet_s=0.01)
     assert counters == {"BatchedRequestsTotal": 9.0, "BatchesTotal": 3.0}
-    assert server.calls == 5
+    assert server.metrics.calls == 5
 
 
 def test_settled_counters_give_up_at_the_deadline() -> None:

@@ -56,7 +56,7 @@ class EveryPointFails(RuntimeError):
 
 def check_served(server: TorchServe, point: TunePoint) -> None:
     """The server must batch as the point says (a stale archive setting would win silently)."""
-    served = server.describe(point.model)[0]
+    served = server.client.describe(point.model)
     if (served.get("batchSize"), served.get("maxBatchDelay")) != (point.batch_size, point.max_batch_delay_ms):
         raise RuntimeError(
             f"TorchServe serves {served.get('batchSize')}/{served.get('maxBatchDelay')} instead"
@@ -138,11 +138,11 @@ class PointRunner:
             f"{server.url('inference')}/predictions/{model}",
             [item.body for item in self.workload.payloads],
             content_types=[item.content_type for item in self.workload.payloads],
-            headers=server.headers("inference"),
+            headers=server.client.headers("inference"),
             model=model,
             check=self.workload.problem,
         )
-        result = driver.run(self.load, server.metrics_text)
+        result = driver.run(self.load, server.client.metrics_text)
         figures = result.figures()
         if result.problems:
             self.log(f"[tune]   failures: {result.problems}")
