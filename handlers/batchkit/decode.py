@@ -18,6 +18,7 @@ import logging
 import math
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -121,11 +122,14 @@ class ImageDecoder:
         self.path = path
         self.pool = pool
         self.reduced = reduced_decode_enabled(config.reduced_decode, config.reduced_decode_gate)
+        # Batches decoded per thread count: what auto chose on the traffic (the worker's describe).
+        self.batches_by_threads: Counter[int] = Counter()
 
     def decode_batch(self, bodies: Sequence[Any]) -> list[torch.Tensor | RequestError]:
         """One crop or one error per body, in order."""
         raws = decode_each(bodies, self.read)
         threads = self.threads_for(raws)
+        self.batches_by_threads[threads] += 1
         if self.path == "pil":
             return self.pool.map(self.raw_crop, raws, threads)
         staged = self.pool.map(self.stage, raws, threads)

@@ -137,3 +137,11 @@ def test_auto_sizes_the_tensor_path_s_pool_too() -> None:
     assert decoder.threads_for(bodies) == 2
     crops = decoder.decode_batch(bodies)
     assert all(isinstance(crop, torch.Tensor) and crop.shape == (3, 224, 224) for crop in crops)
+
+
+def test_the_decoder_counts_its_batches_per_thread_count() -> None:
+    decoder = ImageDecoder(config(decode_threads=AUTO), CPU, "pil", DecodePool(AUTO, cores=2))
+    decoder.decode_batch([encoded(1600, 1200)] * 2)
+    decoder.decode_batch([encoded(224, 224)] * 3)
+    decoder.decode_batch([encoded(224, 224)])
+    assert decoder.batches_by_threads == {2: 1, 1: 2}
