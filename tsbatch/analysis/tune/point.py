@@ -122,7 +122,9 @@ class PointRunner:
 
     def serve(self, point: TunePoint, point_dir: Path) -> TorchServe:
         """A private TorchServe serving the point's own archive."""
-        settings: dict[str, int | str] = {**settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)}
+        settings: dict[str, int | str] = {
+            **settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
+        }
         if point.decode_threads is not None:
             settings[DECODE_THREADS] = point.decode_threads
         properties, store = self.stage(settings, point_dir)
