@@ -32,7 +32,7 @@ from batchkit.batching import decode_each
 from batchkit.config import ImageModelConfig
 from batchkit.errors import InvalidImage, RequestError
 from batchkit.images import check_images, image_bytes, open_image, raw_pixels
-from batchkit.pool import DecodePool, decoded_pixels
+from batchkit.pool import DecodePool, pixel_cost
 from batchkit.reduced import dct_scale, reduced_decode_enabled
 
 logger = logging.getLogger(__name__)
@@ -150,13 +150,13 @@ class ImageDecoder:
         return results
 
     def threads_for(self, raws: Sequence[bytes | RequestError]) -> int:
-        """The batch's decode threads: fixed, or by the pixels its images decode to (``auto``)."""
+        """The batch's decode threads: fixed, or by what its images cost to decode (``auto``)."""
         if not self.pool.auto:
             return self.pool.limit
         reduce_for = self.config.resize_size if self.reduced else 0
         limit = self.config.max_image_pixels
         return self.pool.threads_for(
-            [decoded_pixels(raw, limit, reduce_for) for raw in raws if isinstance(raw, bytes)]
+            [pixel_cost(raw, limit, reduce_for) for raw in raws if isinstance(raw, bytes)]
         )
 
     def tensor_crops(self, raws: list[bytes], threads: int) -> list[torch.Tensor | None]:

@@ -21,7 +21,7 @@ from batchkit.pool import (
     DecodePool,
     batch_threads,
     decode_threads_problem,
-    decoded_pixels,
+    pixel_cost,
     worker_cores,
 )
 from tests.conftest import tiny_image_handler
@@ -67,13 +67,17 @@ def test_big_pictures_decode_side_by_side_up_to_the_cores_and_the_images() -> No
     assert batch_threads([12_000_000, SMALL], 4) == 2
 
 
-def test_the_pixels_come_from_the_header_at_the_reduced_scale() -> None:
+def test_the_cost_comes_from_the_header_at_the_reduced_scale() -> None:
     jpeg = encoded(1920, 1080)
-    assert decoded_pixels(jpeg, 40_000_000) == 1920 * 1080
-    assert decoded_pixels(jpeg, 40_000_000, reduce_for=256) == 960 * 540  # shorter side >= 2 x 256
-    assert decoded_pixels(encoded(1920, 1080, "PNG"), 40_000_000, reduce_for=256) == 1920 * 1080
-    assert decoded_pixels(b"not an image", 40_000_000) == 0
-    assert decoded_pixels(encoded(1000, 1000, "PNG"), 10_000) == 0  # its 413 is its own
+    assert pixel_cost(jpeg, 40_000_000) == 1920 * 1080
+    # 1/2 (shorter side >= 2 x 256): the pixels decoded, and a quarter of those skipped
+    assert pixel_cost(jpeg, 40_000_000, reduce_for=256) == 960 * 540 + (1920 * 1080 - 960 * 540) // 4
+    assert pixel_cost(encoded(1920, 1080, "PNG"), 40_000_000, reduce_for=256) == 1920 * 1080
+    assert pixel_cost(encoded(224, 224), 40_000_000, reduce_for=256) == 224 * 224  # not reduced
+    # 12 MP for a 32x32 model: 1/8 decodes only 504x378, but entropy-decodes every block
+    assert pixel_cost(encoded(4032, 3024), 40_000_000, reduce_for=32) > 4 * LARGE_PICTURE_PIXELS
+    assert pixel_cost(b"not an image", 40_000_000) == 0
+    assert pixel_cost(encoded(1000, 1000, "PNG"), 10_000) == 0  # its 413 is its own
 
 
 def test_the_setting_is_auto_or_a_whole_number() -> None:
