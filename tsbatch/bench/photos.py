@@ -51,6 +51,7 @@ from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.kinds.image.photos import PHOTO_SIZES, photo_jpegs
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.process import TorchServe, start_instance
+from tsbatch.server.served import served_decision
 
 REDUCED_KEY = "reducedDecode"  # the image worker's key for reduced-size JPEG decoding
 MODES = ("off", "on")  # reference decoding, then reduced
@@ -297,6 +298,11 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"[bench] round {round_ + 1}: {size} {name} decodeThreads {threads} ...")
                     row = measure(server, model, size, bodies, load, (name, threads))
                     measured.setdefault((size, name, threads), []).append(row)
+        chosen = {
+            key: served_decision(server, model).get("decode_batches_by_threads")
+            for key, server in servers.items()
+            if key[0] != STOCK
+        }
     rows = [median_row(rounds) for rounds in measured.values()]
     rows.sort(key=lambda row: (sizes.index(row.size), names.index((row.server, row.threads))))
     layout = (
@@ -306,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         + (f", median of {args.rounds} rounds" if args.rounds > 1 else "")
     )
     print_table(rows, decode, cores, layout)
+    for (name, threads), batches in chosen.items():
+        print(f"{name} decodeThreads {threads}: batches decoded per thread count, all sizes: {batches}")
     failed = [
         row
         for row in rows
