@@ -63,6 +63,11 @@ class ImageClassifierHandler(BatchHandler[ImageModelConfig]):
             **super().describe(),
             "decode_path": self.decoder.path,
             "decode_threads": self.decoder.pool.threads,
+            "decode_cores": self.decoder.pool.limit,
+            # Batches decoded per thread count, e.g. {"1": 40, "2": 12}: what auto chose.
+            "decode_batches_by_threads": {
+                str(k): v for k, v in sorted(self.decoder.batches_by_threads.items())
+            },
             "reduced_decode": self.decoder.reduced,
         }
 

@@ -97,10 +97,11 @@ class ImageModelConfig(ModelConfig):
     # within optimize_atol; the worker falls back to the plain module otherwise).
     optimize: bool = True
     optimize_atol: float = 1e-4
-    # Threads that decode one batch's images side by side (1: inline, no pool), and how
+    # Threads that decode one batch's images side by side: a whole number (1: inline, no
+    # pool) or auto (per batch, by the pixels its images decode to: batchkit.pool), and how
     # JPEGs are decoded: auto, pil or tensor (batchkit.decode.image_decoder says how auto
     # chooses). Both come from the model's decodeThreads/decodePath in config.properties.
-    decode_threads: int = 1
+    decode_threads: int | str = "auto"
     decode_path: str = "auto"
     # JPEGs decoded at a reduced DCT scale (batchkit.reduced): auto (on when the build's
     # gate passed), on or off (bit-exact reference preprocessing); the model's reducedDecode.

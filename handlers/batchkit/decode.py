@@ -1,8 +1,8 @@
 """A worker's image decoding for a whole batch: a thread pool, and a tensor path.
 
-PIL and torchvision release the GIL while they decode and resample, so a worker's
-``decode_threads`` threads decode a batch's images side by side (one thread: inline, no
-pool). The tensor path decodes JPEGs with ``torchvision.io.decode_jpeg`` where the model
+A batch's bodies are read inline (JSON and base64 hold the GIL), then decoded on the
+worker's decode pool (``batchkit.pool``: a fixed number of threads, or ``auto``, sized per
+batch by the pixels its images decode to). The tensor path decodes JPEGs with ``torchvision.io.decode_jpeg`` where the model
 runs: on a GPU in one batched nvJPEG call, resampled there, so only compressed bytes
 cross to it; on a CPU the same code runs, so the suite covers it on any machine. Other
 formats, CMYK, EXIF-rotated JPEGs and JPEGs the decoder refuses take the PIL path, each
@@ -18,8 +18,8 @@ import logging
 import math
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import torch
@@ -32,6 +32,7 @@ from batchkit.batching import decode_each
 from batchkit.config import ImageModelConfig
 from batchkit.errors import InvalidImage, RequestError
 from batchkit.images import check_images, image_bytes, open_image, raw_pixels
+from batchkit.pool import DecodePool, pixel_cost
 from batchkit.reduced import dct_scale, reduced_decode_enabled
 
 logger = logging.getLogger(__name__)
@@ -45,23 +46,6 @@ EXIF_ORIENTATION = 0x0112
 TIMING_PICTURES = 8
 
 Item = TypeVar("Item")
-Result = TypeVar("Result")
-
-
-class DecodePool:
-    """Runs one function over a batch's items on ``threads`` threads: results in the
-    items' order, each item's error its own. One thread runs inline, with no pool."""
-
-    def __init__(self, threads: int) -> None:
-        if threads < 1:
-            raise ValueError(f"decode threads must be at least 1, got {threads}")
-        self.threads = threads
-        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="decode") if threads > 1 else None
-
-    def map(self, function: Callable[[Item], Result], items: Sequence[Item]) -> list[Result | RequestError]:
-        if self._executor is None or len(items) < 2:
-            return decode_each(items, function)
-        return list(self._executor.map(lambda item: decode_each([item], function)[0], items))
 
 
 def tensor_decodable(raw: bytes, max_pixels: int, *, reduce_for: int = 0, on_gpu: bool = False) -> bool:
@@ -138,16 +122,21 @@ class ImageDecoder:
         self.path = path
         self.pool = pool
         self.reduced = reduced_decode_enabled(config.reduced_decode, config.reduced_decode_gate)
+        # Batches decoded per thread count: what auto chose on the traffic (the worker's describe).
+        self.batches_by_threads: Counter[int] = Counter()
 
     def decode_batch(self, bodies: Sequence[Any]) -> list[torch.Tensor | RequestError]:
         """One crop or one error per body, in order."""
+        raws = decode_each(bodies, self.read)
+        threads = self.threads_for(raws)
+        self.batches_by_threads[threads] += 1
         if self.path == "pil":
-            return self.pool.map(self.pil_crop, bodies)
-        staged = self.pool.map(self.stage, bodies)
+            return self.pool.map(self.raw_crop, raws, threads)
+        staged = self.pool.map(self.stage, raws, threads)
         jpegs = {index: value for index, value in enumerate(staged) if isinstance(value, bytes)}
-        crops = dict(zip(jpegs, self.tensor_crops(list(jpegs.values())), strict=True))
+        crops = dict(zip(jpegs, self.tensor_crops(list(jpegs.values()), threads), strict=True))
         refused = [index for index, crop in crops.items() if crop is None]
-        fallback = self.pool.map(self.raw_crop, [jpegs[index] for index in refused])
+        fallback = self.pool.map(self.raw_crop, [jpegs[index] for index in refused], threads)
         redone = dict(zip(refused, fallback, strict=True))
         results: list[torch.Tensor | RequestError] = []
         for index, value in enumerate(staged):
@@ -160,12 +149,22 @@ class ImageDecoder:
                 results.append(value)
         return results
 
-    def tensor_crops(self, raws: list[bytes]) -> list[torch.Tensor | None]:
+    def threads_for(self, raws: Sequence[bytes | RequestError]) -> int:
+        """The batch's decode threads: fixed, or by what its images cost to decode (``auto``)."""
+        if not self.pool.auto:
+            return self.pool.limit
+        reduce_for = self.config.resize_size if self.reduced else 0
+        limit = self.config.max_image_pixels
+        return self.pool.threads_for(
+            [pixel_cost(raw, limit, reduce_for) for raw in raws if isinstance(raw, bytes)]
+        )
+
+    def tensor_crops(self, raws: list[bytes], threads: int) -> list[torch.Tensor | None]:
         """JPEGs' crops through ``decode_jpeg``: one batched call on a GPU; on a CPU one call
         per decode thread, each on its share. None where the decoder refused one."""
-        runs = [raws] if self.device.type == "cuda" else chunks(raws, self.pool.threads)
+        runs = [raws] if self.device.type == "cuda" else chunks(raws, threads)
         crops: list[torch.Tensor | None] = []
-        for run, result in zip(runs, self.pool.map(self.crop_jpegs, runs), strict=True):
+        for run, result in zip(runs, self.pool.map(self.crop_jpegs, runs, threads), strict=True):
             crops += [None] * len(run) if isinstance(result, RequestError) else result
         return crops
 
@@ -179,9 +178,6 @@ class ImageDecoder:
     def read(self, body: Any) -> bytes:
         return image_bytes(body, self.config.max_body_bytes)
 
-    def pil_crop(self, body: Any) -> torch.Tensor:
-        return self.raw_crop(self.read(body))
-
     def raw_crop(self, raw: bytes) -> torch.Tensor:
         config = self.config
         return raw_pixels(
@@ -192,9 +188,8 @@ class ImageDecoder:
             reduced=self.reduced,
         )
 
-    def stage(self, body: Any) -> bytes | torch.Tensor:
+    def stage(self, raw: bytes) -> bytes | torch.Tensor:
         """A body's bytes when the tensor path takes it, else its crop through PIL."""
-        raw = self.read(body)
         config = self.config
         reduce_for = config.resize_size if self.reduced else 0
         on_gpu = self.device.type == "cuda"
@@ -219,7 +214,8 @@ def timing_pictures(config: ImageModelConfig) -> list[bytes]:
 
 def image_decoder(config: ImageModelConfig, device: torch.device) -> ImageDecoder:
     """The worker's decoder: ``decode_path`` as configured, where ``auto`` is the tensor
-    path on a GPU and, on a CPU, whichever path decoded the timing pictures faster here."""
+    path on a GPU and, on a CPU, whichever path decoded the timing pictures faster here;
+    ``decode_threads`` as configured (``auto``: per batch, ``batchkit.pool``)."""
     if config.decode_path not in DECODE_PATHS:
         raise ValueError(f"decode_path must be one of {DECODE_PATHS}, got {config.decode_path!r}")
     pool = DecodePool(config.decode_threads)

@@ -111,3 +111,30 @@ def test_a_jpeg_over_the_limit_even_at_one_eighth_and_a_png_bomb_get_413(reduced
     # says "even decoded at 1/8" (tests/unit/handlers/batchkit/test_reduced.py).
     assert "4225000000 pixels" in responses[0].json()["error"]["message"]
     assert "8000x6000 = 48000000 pixels; the limit is" in responses[1].json()["error"]["message"]
+
+
+def test_auto_decodes_big_photos_side_by_side_and_small_ones_inline(reduced_server) -> None:
+    """decodeThreads auto (config.properties' default): a batch of 12 MP photos is decoded on
+    the worker's cores, a batch of 224x224 pictures inline; the worker counts its batches."""
+    from batchkit.pool import worker_cores
+
+    def batches() -> dict[str, int]:
+        decision = served_decision(reduced_server, MODEL)
+        assert (decision["decode_threads"], decision["decode_cores"]) == ("auto", worker_cores())
+        return decision["decode_batches_by_threads"]
+
+    before = batches()
+    big = [jpeg(photo(index, 4032, 3024)) for index in range(4)]
+    with ThreadPoolExecutor(max_workers=len(big)) as pool:
+        answers = list(pool.map(lambda body: post(reduced_server, body), big))
+    assert [r.status_code for r in answers] == [200] * len(big), [r.text[:200] for r in answers]
+    after_big = batches()
+    pooled = {k: v - before.get(k, 0) for k, v in after_big.items() if v != before.get(k, 0)}
+    assert max(int(k) for k in pooled) == min(2, worker_cores()), pooled  # the 300 ms delay batches them
+
+    small = [jpeg(photo(index, 224, 224)) for index in range(4)]
+    with ThreadPoolExecutor(max_workers=len(small)) as pool:
+        answers = list(pool.map(lambda body: post(reduced_server, body), small))
+    assert [r.status_code for r in answers] == [200] * len(small)
+    inline = {k: v - after_big.get(k, 0) for k, v in batches().items() if v != after_big.get(k, 0)}
+    assert set(inline) == {"1"}, inline

@@ -91,7 +91,7 @@ class TunePoint:
     requests: int = 0
     seconds: float = 0.0
     failure: str | None = None  # set when the point could not be measured (server did not start ...)
-    decode_threads: int | None = None  # the worker's decode pool, where the tuner set one
+    decode_threads: int | str | None = None  # the worker's decode pool (a size or auto), where set
 
     @property
     def key(self) -> tuple[int, int, int]:

@@ -18,6 +18,7 @@ import torch
 
 from batchkit.config import ImageModelConfig
 from batchkit.decode import DecodePool, ImageDecoder
+from batchkit.pool import AUTO
 
 # (path, threads) measured on every run; the served table repeats the non-default ones.
 SETTINGS = (("pil", 1), ("pil", 2), ("tensor", 1), ("tensor", 2))
@@ -74,6 +75,11 @@ def decode_rows(
     ]
 
 
+def auto_threads(config: ImageModelConfig, payloads: list[bytes], batch_size: int) -> int:
+    """The threads ``decodeThreads: auto`` gives a batch of these payloads on this machine."""
+    return ImageDecoder(config, CPU, "pil", DecodePool(AUTO)).threads_for(payloads[:batch_size])
+
+
 def configured_row(rows: list[DecodeRow], threads: int, path: str) -> DecodeRow:
     """The row a worker with these settings decodes at: ``auto`` on a CPU takes the faster path."""
     matching = [row for row in rows if row.threads == threads and path in ("auto", row.path)]
@@ -119,7 +125,10 @@ def print_section(
             f"{row['errors']:>7d}{ratio:>10.2f}x"
         )
     if model_row is not None:
+        threads = settings.get("decodeThreads", AUTO)
         configured = configured_row(
-            section["rows"], settings.get("decodeThreads", 1), settings.get("decodePath", "auto")
+            section["rows"],
+            section["auto"] if threads == AUTO else threads,
+            settings.get("decodePath", "auto"),
         )
         print(bound_line(shape, configured, model_row["model_ips"], model_row["variant"].label))

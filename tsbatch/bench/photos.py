@@ -4,15 +4,19 @@ The ImageNet-shaped ResNet of ``tsbatch bench resnet --shape imagenet`` (224x224
 variant this machine serves, int8 where the build gates it) is served three ways in one
 run, each loaded in turn with real photos of each size (``tsbatch.kinds.image.photos``):
 our handler with reference decoding (``reducedDecode: off``), with reduced-size JPEG
-decoding (``reducedDecode: on``), both at the decode layout the tuner picks for large photos
-(every core decoding: ``decodeThreads`` = cores per worker), and TorchServe's stock
+decoding (``reducedDecode: on``), both at the shipped decode layout (``decodeThreads: auto``:
+small pictures inline, big ones on every core), and TorchServe's stock
 ``image_classifier`` handler on the same TorchScript model as the baseline. Per row:
 req/s, p50/p99, the server's cores used (CPU seconds of its processes over the run's wall
 time), errors; per size the in-process decode time of one photo on one thread and the
-decode-bound limit it sets (cores / decode time).
+decode-bound limit it sets (cores / decode time). Further decode pools
+(``--decode-threads auto,1``) add reduced rows at each, and their req/s ratio to the first;
+all servers stay up and ``--rounds`` measures them in turn, so drift on a shared machine
+falls on every row alike (each row: its median round).
 
     tsbatch bench photos
     tsbatch bench photos --sizes 1920x1080,4032x3024 --duration 10
+    tsbatch bench photos --sizes 1920x1080,4032x3024 --decode-threads auto,1 --modes on --no-stock --rounds 3
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import argparse
 import contextlib
 import io
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,6 +38,7 @@ import yaml
 from PIL import Image
 
 from batchkit.config import ImageModelConfig, from_mapping
+from tsbatch.analysis.options import decode_threads_list
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ManifestError, load_manifest
 from tsbatch.archive.package import MODEL_CONFIG_FILE, private_store
@@ -45,6 +51,7 @@ from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.kinds.image.photos import PHOTO_SIZES, photo_jpegs
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.process import TorchServe, start_instance
+from tsbatch.server.served import served_decision
 
 REDUCED_KEY = "reducedDecode"  # the image worker's key for reduced-size JPEG decoding
 MODES = ("off", "on")  # reference decoding, then reduced
@@ -55,6 +62,7 @@ STOCK = "stock"
 class Row:
     size: str
     server: str  # off, on or stock
+    threads: int | str  # the decode pool of our handler's rows ("-" for the stock handler's)
     rps: float
     p50_ms: float
     p99_ms: float
@@ -84,7 +92,14 @@ def server_pid(server: TorchServe) -> int:
     return int((server.run_dir / "launcher.pid").read_text())
 
 
-def measure(server: TorchServe, model: str, size: str, bodies: list[bytes], load: LoadSpec, name: str) -> Row:
+def measure(
+    server: TorchServe,
+    model: str,
+    size: str,
+    bodies: list[bytes],
+    load: LoadSpec,
+    name: tuple[str, int | str],
+) -> Row:
     driver = LoadDriver(
         f"{server.url('inference')}/predictions/{model}", bodies, headers=server.client.headers("inference")
     )
@@ -95,7 +110,7 @@ def measure(server: TorchServe, model: str, size: str, bodies: list[bytes], load
     nan = float("nan")
     return Row(
         size,
-        name,
+        *name,
         figures.throughput_rps or 0.0,
         nan if figures.p50_ms is None else figures.p50_ms,
         nan if figures.p99_ms is None else figures.p99_ms,
@@ -140,10 +155,30 @@ def refused_by_design(row: Row, max_image_pixels: int) -> bool:
     return row.server == "off" and width * height > max_image_pixels
 
 
+def median_row(rows: list[Row]) -> Row:
+    """One (size, server, pool)'s rounds as its median round by req/s; errors summed."""
+    middle = sorted(rows, key=lambda row: row.rps)[(len(rows) - 1) // 2]
+    return replace(
+        middle, errors=sum(row.errors for row in rows), rps=statistics.median(row.rps for row in rows)
+    )
+
+
+def pool_ratios(rows: list[Row]) -> list[str]:
+    """Each further decode pool's req/s over the first pool's, per size (reduced rows)."""
+    lines = []
+    for row in rows:
+        first = next(r for r in rows if (r.size, r.server) == (row.size, row.server))
+        if first is not row and first.rps:
+            lines.append(
+                f"{row.size} {row.server}: decodeThreads {row.threads} / {first.threads} = {row.rps / first.rps:.2f}"
+            )
+    return lines
+
+
 def print_table(rows: list[Row], decode: dict[tuple[str, str], float], cores: int, layout: str) -> None:
     print(f"\nReal photos served ({layout}); stock = TorchServe's image_classifier, fp32 TorchScript")
     print(
-        f"{'photo':<11}{'server':<8}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'errors':>7}{'cores':>7}"
+        f"{'photo':<11}{'server':<8}{'pool':>5}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'errors':>7}{'cores':>7}"
         f"{'decode ms':>10}{'limit req/s':>12}{'of limit':>9}{'vs stock':>9}"
     )
     for row in rows:
@@ -151,15 +186,43 @@ def print_table(rows: list[Row], decode: dict[tuple[str, str], float], cores: in
         ms = decode.get((row.size, row.server))
         limit = cores * 1000 / ms if ms else None
         print(
-            f"{row.size:<11}{row.server:<8}{row.rps:>8.1f}{row.p50_ms:>8.0f}{row.p99_ms:>8.0f}{row.errors:>7d}"
-            f"{row.cores:>7.2f}{(f'{ms:.1f}' if ms else '-'):>10}{(f'{limit:.0f}' if limit else '-'):>12}"
-            f"{(f'{row.rps / limit:.0%}' if limit else '-'):>9}"
+            f"{row.size:<11}{row.server:<8}{row.threads!s:>5}{row.rps:>8.1f}{row.p50_ms:>8.0f}{row.p99_ms:>8.0f}"
+            f"{row.errors:>7d}{row.cores:>7.2f}{(f'{ms:.1f}' if ms else '-'):>10}"
+            f"{(f'{limit:.0f}' if limit else '-'):>12}{(f'{row.rps / limit:.0%}' if limit else '-'):>9}"
             f"{(f'{row.rps / stock:.2f}x' if stock and row.server != STOCK else '-'):>9}"
         )
     print(
         f"decode ms: one photo decoded and cropped in process on one thread; limit: this machine's "
-        f"decode-bound rate ({cores} cores / decode time); cores: the server's CPU seconds over wall time."
+        f"decode-bound rate ({cores} cores / decode time); cores: the server's CPU seconds over wall time; "
+        "pool: decodeThreads."
     )
+    for line in pool_ratios(rows):
+        print(f"req/s ratio, measured in turn in this run: {line}")
+
+
+def start_servers(
+    stack: contextlib.ExitStack, work: Path, model: str, settings: dict[str, Any], names: list[tuple[str, int | str]],
+    private: Manifest, artifact_dir: Path,
+) -> dict[tuple[str, int | str], TorchServe]:  # fmt: skip
+    """Every server of the run, each stopped when ``stack`` closes."""
+    servers = {}
+    for index, (name, threads) in enumerate(names):
+        if name == STOCK:
+            with contextlib.redirect_stdout(io.StringIO()):
+                properties, _ = private_store(work / "stock", [model], {model: settings}, manifest=private)
+            store = stock_store(artifact_dir, model, settings, work)
+        else:
+            with contextlib.redirect_stdout(io.StringIO()):
+                properties, store = private_store(
+                    work / f"store-{index}",
+                    [model],
+                    {model: {**settings, REDUCED_KEY: name, "decodeThreads": threads}},
+                    manifest=private,
+                )
+        server = start_instance(work / f"run-{index}", store, [model], source=properties)
+        stack.callback(server.stop)
+        servers[(name, threads)] = server
+    return servers
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,8 +236,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=6.0, help="measured seconds per row")
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument(
-        "--decode-threads", type=int, default=os.cpu_count() or 1, help="per worker (default: every core)"
+        "--decode-threads",
+        type=decode_threads_list,
+        default=["auto"],
+        help="decode pools per worker, e.g. auto,1: every row at the first (default auto, as shipped), "
+        "reduced rows at each further one, with their req/s ratio to the first",
     )
+    parser.add_argument(
+        "--modes", default=",".join(MODES), help="reducedDecode values served: off (reference), on (reduced)"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="measure every row this many times, in turn")
     parser.add_argument("--no-stock", action="store_true", help="leave out the stock handler's rows")
     parser.add_argument(
         "--torchscript", action="store_true", help="fp32 TorchScript only: seconds to export, not minutes"
@@ -185,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [size for size in sizes if size not in PHOTO_SIZES]
     if unknown:
         parser.error(f"unknown sizes {unknown}; choose from {', '.join(PHOTO_SIZES)}")
+    modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
+    if not modes or any(mode not in MODES for mode in modes):
+        parser.error(f"--modes takes {', '.join(MODES)}, got {args.modes!r}")
     manifest = load_manifest()
     try:
         model = chosen_model(args.model, "image", manifest)
@@ -193,13 +267,16 @@ def main(argv: list[str] | None = None) -> int:
     configured = model_settings(read_properties(DEFAULT_PROPERTIES))[model]
     keys = ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers", "responseTimeout", "torchThreads")
     settings: dict[str, Any] = {key: configured[key] for key in keys if key in configured}
-    settings["decodeThreads"] = args.decode_threads
+    pools = args.decode_threads
+    names: list[tuple[str, int | str]] = [(mode, pools[0]) for mode in modes]
+    names += [("on", pool) for pool in pools[1:] if "on" in modes]
+    names += [] if args.no_stock else [(STOCK, "-")]
     cores = os.cpu_count() or 1
     load = LoadSpec(concurrency=args.clients, warmup_s=args.warmup, measure_s=args.duration)
     photos = {size: photo_jpegs(*PHOTO_SIZES[size], args.photos) for size in sizes}
-    rows: list[Row] = []
+    measured: dict[tuple[str, str, int | str], list[Row]] = {}
     decode: dict[tuple[str, str], float] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-photos-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-photos-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
         print("[bench] exporting the ImageNet-shaped model (as `tsbatch bench resnet --shape imagenet`) ...")
         target = imagenet_spec(manifest.model(model), work, compiled=not args.torchscript)
@@ -212,38 +289,31 @@ def main(argv: list[str] | None = None) -> int:
             ImageModelConfig, artifacts.read_json(target.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
         )
         for size, bodies in photos.items():
-            for mode in MODES:
+            for mode in modes:
                 decode[(size, mode)] = decode_ms(config, bodies, mode, 1.0 if len(bodies[0]) < 10**6 else 3.0)
-        servers = [*MODES] + ([] if args.no_stock else [STOCK])
-        for name in servers:
-            if name == STOCK:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    properties, _ = private_store(
-                        work / "stock", [model], {model: settings}, manifest=private
-                    )
-                store = stock_store(target.artifact_dir, model, settings, work)
-            else:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    properties, store = private_store(
-                        work / f"store-{name}",
-                        [model],
-                        {model: {**settings, REDUCED_KEY: name}},
-                        manifest=private,
-                    )
-            server = start_instance(work / f"run-{name}", store, [model], source=properties)
-            try:
-                for size, bodies in photos.items():
-                    print(f"[bench] {size} {name}: {args.clients} clients, {args.duration:g} s ...")
-                    rows.append(measure(server, model, size, bodies, load, name))
-            finally:
-                server.stop()
-    rows.sort(key=lambda row: (sizes.index(row.size), servers.index(row.server)))
+        servers = start_servers(stack, work, model, settings, names, private, target.artifact_dir)
+        for round_ in range(args.rounds):
+            for size, bodies in photos.items():
+                for (name, threads), server in servers.items():
+                    print(f"[bench] round {round_ + 1}: {size} {name} decodeThreads {threads} ...")
+                    row = measure(server, model, size, bodies, load, (name, threads))
+                    measured.setdefault((size, name, threads), []).append(row)
+        chosen = {
+            key: served_decision(server, model).get("decode_batches_by_threads")
+            for key, server in servers.items()
+            if key[0] != STOCK
+        }
+    rows = [median_row(rounds) for rounds in measured.values()]
+    rows.sort(key=lambda row: (sizes.index(row.size), names.index((row.server, row.threads))))
     layout = (
         f"{variant.label}, batchSize {settings['batchSize']} / {settings['maxBatchDelay']} ms, "
         f"{settings['maxWorkers']} worker x {settings['torchThreads']} torch thread, decodeThreads "
-        f"{args.decode_threads}, {args.clients} clients, {args.duration:g} s per row"
+        f"{', '.join(map(str, pools))}, {args.clients} clients, {args.duration:g} s per row"
+        + (f", median of {args.rounds} rounds" if args.rounds > 1 else "")
     )
     print_table(rows, decode, cores, layout)
+    for (name, threads), batches in chosen.items():
+        print(f"{name} decodeThreads {threads}: batches decoded per thread count, all sizes: {batches}")
     failed = [
         row
         for row in rows

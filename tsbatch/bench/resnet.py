@@ -41,7 +41,7 @@ from tsbatch.archive.manifest import Manifest, ManifestError, ModelSpec, load_ma
 from tsbatch.archive.package import private_store
 from tsbatch.archive.variants import default_variant, machine_variants, variant_spec
 from tsbatch.bench.decoding import SETTINGS as DECODE_SETTINGS
-from tsbatch.bench.decoding import decode_rows, print_section
+from tsbatch.bench.decoding import auto_threads, decode_rows, print_section
 from tsbatch.bench.model_option import add_model_option, chosen_model
 from tsbatch.bench.served_archive import add_archive_options, bench_archive
 from tsbatch.client.load import LoadDriver, LoadSpec
@@ -203,13 +203,19 @@ def decode_section(
     default variant served with each."""
     values = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     config = from_mapping(ImageModelConfig, values)
-    rows = decode_rows(config, payload_images(64, shape), settings["batchSize"], min(args.duration, 3))
+    payloads = payload_images(64, shape)
+    rows = decode_rows(config, payloads, settings["batchSize"], min(args.duration, 3))
     served = []
     for path, threads in DECODE_SETTINGS:
         print(f"[bench] {shape} {default.label}: serving with decode {path} x{threads} ...")
         changed = {**settings, "decodePath": path, "decodeThreads": threads}
         served.append((f"{path} x{threads}", serve(spec, shape, default, changed, args, work)))
-    return {"shape": shape, "rows": rows, "served": served}
+    return {
+        "shape": shape,
+        "rows": rows,
+        "served": served,
+        "auto": auto_threads(config, payloads, settings["batchSize"]),
+    }
 
 
 def print_rows(rows: list[dict]) -> None:

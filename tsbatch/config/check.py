@@ -251,7 +251,7 @@ def check_models(values: dict[str, str], keys: Keys) -> tuple[list[Problem], dic
         queue = queue_problem(entry)
         if queue:
             problems.append(Problem("error", f"{where}.{QUEUE_KEY}", queue + "."))
-        # A worker decodes a batch, then runs the model: its busiest moment takes the larger pool.
+        # A worker decodes, then runs the model: its busiest moment takes the larger pool (auto: 1).
         busiest = max(ints.get(name, 1) for name in pools)
         total_threads += ints.get("maxWorkers", 1) * busiest
     cores = os.cpu_count() or 1
@@ -261,7 +261,8 @@ def check_models(values: dict[str, str], keys: Keys) -> tuple[list[Problem], dic
                 "warning",
                 "models",
                 f"workers x max({', '.join(pools)}) add up to {total_threads} CPU threads "
-                f"on {cores} cores; CPU-bound workers will slow each other down (fine when models "
+                f"on {cores} cores (an auto pool counts as 1: it decodes big pictures on the cores the model "
+                "leaves idle); CPU-bound workers will slow each other down (fine when models "
                 f"run on GPUs, where {', '.join(pools[1:]) or 'each pool'} is sized by "
                 "docs/precision-and-runtime.md).",
             )

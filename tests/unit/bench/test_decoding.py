@@ -11,6 +11,7 @@ from tests.conftest import tiny_image_handler
 from tsbatch.bench.decoding import (
     SETTINGS,
     DecodeRow,
+    auto_threads,
     bound_line,
     configured_row,
     decode_rate,
@@ -55,3 +56,10 @@ def test_the_section_prints_every_row_and_the_verdict(capsys: pytest.CaptureFixt
     text = capsys.readouterr().out
     assert "pil x2" in text and "tensor x1" in text and "2.00x" in text
     assert "imagenet: decode-bound: decode 100.0 img/s (pil x1, as configured)" in text
+    section = {"shape": "imagenet", "rows": rows, "served": served, "auto": 2}  # auto gave these payloads 2
+    print_section(section, model_row, {"decodeThreads": "auto", "decodePath": "pil"})
+    assert "imagenet: model-bound: decode 200.0 img/s (pil x2, as configured)" in capsys.readouterr().out
+
+
+def test_auto_decodes_the_bench_s_small_payloads_inline() -> None:
+    assert auto_threads(CONFIG, payload_images(8, "imagenet"), batch_size=8) == 1

@@ -64,14 +64,14 @@ def test_archive_disagreeing_with_config_is_an_error(tmp_path: Path) -> None:
         "responseTimeout": 60,
         "handler": {"torch_threads": 1},
     }
-    write_archive(store, "resnet18", {**baked, "handler": {"torch_threads": 1, "decode_threads": 1}})
+    write_archive(store, "resnet18", {**baked, "handler": {"torch_threads": 1, "decode_threads": "auto"}})
     write_archive(store, "bert_intent", {**baked, "maxBatchDelay": 5})
     assert check(path) == []
 
     update_model_settings(path, "resnet18", {"decodeThreads": 2})
     found = messages(check(path))
-    assert any("decodeThreads: archive 1 vs config.properties 2" in m for m in found), found
-    update_model_settings(path, "resnet18", {"decodeThreads": 1})
+    assert any("decodeThreads: archive auto vs config.properties 2" in m for m in found), found
+    update_model_settings(path, "resnet18", {"decodeThreads": "auto"})
 
     update_model_settings(path, "resnet18", {"batchSize": 16})
     found = messages(check(path))
@@ -98,6 +98,13 @@ def test_decode_settings_are_checked_and_counted_with_the_other_models_threads(t
     )
     found = messages(check(path, include_archives=False))
     assert any("max(torchThreads, decodeThreads)" in m and "cores" in m for m in found), found
+    # auto counts as 1 against the cores: the shipped layout (one worker per model) fits
+    update_model_settings(path, "resnet18", {"decodeThreads": "auto"})
+    found = messages(check(path, include_archives=False))
+    assert not any("max(torchThreads, decodeThreads)" in m for m in found), found
+    update_model_settings(path, "resnet18", {"maxWorkers": os.cpu_count() or 1})
+    found = messages(check(path, include_archives=False))
+    assert any("an auto pool counts as 1" in m for m in found), found
 
 
 def test_the_queue_size_and_deadline_budget_are_baked_and_checked_against_the_archive(tmp_path: Path) -> None:
@@ -106,14 +113,14 @@ def test_the_queue_size_and_deadline_budget_are_baked_and_checked_against_the_ar
     path = copy_config(tmp_path)
     store = tmp_path / "model-store"
     baked = {"minWorkers": 1, "maxWorkers": 1, "batchSize": 8, "maxBatchDelay": 10, "responseTimeout": 60}
-    write_archive(store, "resnet18", {**baked, "handler": {"torch_threads": 1, "decode_threads": 1}})
+    write_archive(store, "resnet18", {**baked, "handler": {"torch_threads": 1, "decode_threads": "auto"}})
     write_archive(store, "bert_intent", {**baked, "maxBatchDelay": 5, "handler": {"torch_threads": 1}})
     update_model_settings(path, "resnet18", {"jobQueueSize": 16, "deadlineBudgetMs": 800})
     found = messages(check(path))
     assert len(found) == 1, found
     assert "jobQueueSize: archive None vs config.properties 16" in found[0]
     assert "deadlineBudgetMs: archive 0 vs config.properties 800" in found[0]
-    handler = {"torch_threads": 1, "decode_threads": 1, "deadline_budget_ms": 800}
+    handler = {"torch_threads": 1, "decode_threads": "auto", "deadline_budget_ms": 800}
     write_archive(store, "resnet18", {**baked, "jobQueueSize": 16, "handler": handler})
     assert check(path) == []
     update_model_settings(path, "bert_intent", {"deadlineBudgetMs": -1})

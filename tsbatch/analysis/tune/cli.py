@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from batchkit.candidates import ServingCandidate
-from tsbatch.analysis.options import int_list
+from batchkit.pool import AUTO
+from tsbatch.analysis.options import decode_threads_list, int_list
 from tsbatch.analysis.tune.mar import MarInfo, models_entry_base, read_mar, repackage
 from tsbatch.analysis.tune.point import EveryPointFails, ManifestPointRunner, MarPointRunner, PointRunner
 from tsbatch.analysis.tune.report import ModelReport, finish, recommended_settings, report_model
@@ -56,6 +57,7 @@ from tsbatch.analysis.tune.search import (
     QUICK_LOAD,
     QUICK_SPACE,
     SearchSpace,
+    pools_text,
     search,
 )
 from tsbatch.archive import artifacts
@@ -104,9 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int_list)
     parser.add_argument(
         "--decode-threads",
-        type=int_list,
-        help="image models: decode pools tried at the best point (default 1 and every core; "
-        "none with --quick); pass --requests with your photos so the pool is sized for them",
+        type=decode_threads_list,
+        help="image models: decode pools tried at the best point, e.g. auto,1,2 (default auto, 1 and "
+        "every core; none with --quick); pass --requests with your photos so the pool is sized for them",
     )
     parser.add_argument(
         "--concurrency", type=int, help="closed loop: requests in flight (default 8, like `make loadtest`)"
@@ -203,13 +205,13 @@ def point_runner(
     return runner, variant.label
 
 
-def decode_pools(args: argparse.Namespace, packaged: int | None) -> list[int]:
-    """The decode pools to try: the user's, else 1 and every core for a model with a pool."""
+def decode_pools(args: argparse.Namespace, packaged: int | str | None) -> list[int | str]:
+    """The decode pools to try: the user's, else auto, 1 and every core for a model with a pool."""
     if args.decode_threads:
         return args.decode_threads
     if packaged is None or args.quick:
         return []
-    return sorted({1, os.cpu_count() or 1})
+    return [AUTO, *sorted({1, os.cpu_count() or 1})]
 
 
 def write_winning_archive(mar: MarInfo, report: ModelReport, out: Path) -> None:
@@ -293,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(
                 f"[tune] {name}: batch sizes {space.batch_sizes} x delays {space.delays_ms} ms x workers {space.workers}"
-                + (f", then decodeThreads {space.decode_threads}" if space.decode_threads else "")
+                + (f", then decodeThreads {pools_text(space.decode_threads)}" if space.decode_threads else "")
                 + f", {load.describe()}, SLA {sla.profile} p99 <= {sla.p99_ms:g} ms, serving {serving}, "
                 f"sending {run.workloads[name].source}"
             )

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from batchkit.pool import decode_threads_problem
+
 MANIFEST_ENTRY = "MAR-INF/MANIFEST.json"
 DEFAULT_CONFIG_FILE = "model-config.yaml"
 TOOLKIT_LIBRARY = "batchkit/"  # every archive the toolkit builds carries its handler library
@@ -45,11 +47,11 @@ class MarInfo:
         return {key: self.config[key] for key in keys if key in self.config}
 
     @property
-    def decode_threads(self) -> int | None:
-        """The decode pool of a toolkit image archive's worker (None: no such pool)."""
+    def decode_threads(self) -> int | str | None:
+        """The decode pool of a toolkit image archive's worker: a size or auto (None: no such pool)."""
         handler = self.config.get("handler")
         threads = handler.get("decode_threads") if self.toolkit_built and isinstance(handler, dict) else None
-        return threads if isinstance(threads, int) and not isinstance(threads, bool) else None
+        return None if isinstance(threads, bool) or decode_threads_problem(threads) else threads
 
 
 def read_mar(path: Path) -> MarInfo:

@@ -82,10 +82,10 @@ class PointRunner:
         self.stopping: list[threading.Thread] = []
         self.last_load_error: str | None = None
         # The decode pool the archive is packaged with (None: its kind has none).
-        self.packaged_decode_threads: int | None = None
+        self.packaged_decode_threads: int | str | None = None
 
     def __call__(
-        self, batch_size: int, delay_ms: int, workers: int, decode_threads: int | None = None
+        self, batch_size: int, delay_ms: int, workers: int, decode_threads: int | str | None = None
     ) -> TunePoint:
         model = self.model
         threads = self.packaged_decode_threads if decode_threads is None else decode_threads
@@ -122,13 +122,15 @@ class PointRunner:
 
     def serve(self, point: TunePoint, point_dir: Path) -> TorchServe:
         """A private TorchServe serving the point's own archive."""
-        settings: dict[str, int] = settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
+        settings: dict[str, int | str] = {
+            **settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
+        }
         if point.decode_threads is not None:
             settings[DECODE_THREADS] = point.decode_threads
         properties, store = self.stage(settings, point_dir)
         return start_instance(point_dir / "run", store, models=[self.model], source=properties, timeout=180)
 
-    def stage(self, settings: dict[str, int], point_dir: Path) -> tuple[Path, Path]:
+    def stage(self, settings: dict[str, int | str], point_dir: Path) -> tuple[Path, Path]:
         """The properties and the model store that serve the model with ``settings``."""
         raise NotImplementedError
 
@@ -194,7 +196,7 @@ class ManifestPointRunner(PointRunner):
         super().__init__(spec.name, *args, **kwargs)
         self.spec, self.manifest = spec, manifest
 
-    def stage(self, settings: dict[str, int], point_dir: Path) -> tuple[Path, Path]:
+    def stage(self, settings: dict[str, int | str], point_dir: Path) -> tuple[Path, Path]:
         this_spec = replace(self.manifest, models={**self.manifest.models, self.model: self.spec})
         with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
             return private_store(
@@ -210,7 +212,7 @@ class MarPointRunner(PointRunner):
         super().__init__(info.model, *args, **kwargs)
         self.info = info
 
-    def stage(self, settings: dict[str, int], point_dir: Path) -> tuple[Path, Path]:
+    def stage(self, settings: dict[str, int | str], point_dir: Path) -> tuple[Path, Path]:
         store = point_dir / "model-store"
         repackage(self.info, store / f"{self.model}.mar", with_decode_threads(self.info, settings))
         return self.properties, store

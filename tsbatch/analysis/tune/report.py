@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from tsbatch.analysis.options import decode_threads_value
 from tsbatch.analysis.selection import Selection, TunePoint, batch_one_baseline, select_configuration
 from tsbatch.analysis.tune.search import DECODE_THREADS, TUNED_KEYS
 from tsbatch.config.properties import QUEUE_KEY, parse_entries, settings_for, update_model_settings
@@ -48,6 +49,8 @@ def read_points_csv(path: Path) -> list[TunePoint]:
                     values[key] = int(text)
                 elif kind == "int | None":
                     values[key] = int(text) if text else None
+                elif kind == "int | str | None":  # a decode pool: a size or auto
+                    values[key] = decode_threads_value(text)
                 elif "float" in kind:
                     values[key] = float(text) if text != "" else None
                 else:
@@ -118,8 +121,10 @@ def recommended_entry(properties: Path, reports: Sequence[ModelReport]) -> str:
     return "".join(lines[entry.first_line : entry.last_line + 1])
 
 
-def winner_settings(point: TunePoint) -> dict[str, int]:
-    settings = settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
+def winner_settings(point: TunePoint) -> dict[str, int | str]:
+    settings: dict[str, int | str] = {
+        **settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
+    }
     if point.decode_threads is not None:
         settings[DECODE_THREADS] = point.decode_threads
     return settings

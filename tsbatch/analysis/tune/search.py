@@ -31,9 +31,10 @@ class SearchSpace:
     delays_ms: list[int]
     workers: list[int]
     min_gain: float = 0.05
-    # Decode pools tried at the best (batch, delay, workers) found at the packaged pool; empty:
-    # the model's kind has none, or the user left it out. Capped at ``cores`` per worker in all.
-    decode_threads: list[int] = field(default_factory=list)
+    # Decode pools tried at the best (batch, delay, workers) found at the packaged pool: sizes
+    # or auto; empty: the model's kind has none, or the user left it out. Sizes are capped at
+    # ``cores`` per worker in all; auto counts as 1, as in check-config.
+    decode_threads: list[int | str] = field(default_factory=list)
     cores: int = 1
 
 
@@ -113,6 +114,16 @@ def search(
     return result
 
 
+def pool_cores(threads: int | str) -> int:
+    """The cores a decode pool counts for: its size; auto, 1 (its threads run only while big
+    pictures decode, and wait without spinning)."""
+    return threads if isinstance(threads, int) else 1
+
+
+def pools_text(pools: list[int | str]) -> str:
+    return "[" + ", ".join(str(pool) for pool in pools) + "]"
+
+
 def search_layout(
     model: str,
     sla: Sla,
@@ -123,18 +134,21 @@ def search_layout(
 ) -> None:
     """The decode pool: the best point so far (the SLA's winner, else the most throughput)
     again with each pool size that, over its workers, fits the cores. Large photos are
-    decode-bound, and PIL decodes without the GIL: a pool lets one worker use every core."""
+    decode-bound, and PIL decodes without the GIL: a pool lets one worker use every core;
+    auto decodes small pictures inline and big ones side by side (``batchkit.pool``)."""
     measured = [p for p in result.points if not p.failure]
     if not space.decode_threads or not measured:
         return
     best = select_configuration(measured, sla).winner or max(measured, key=lambda p: p.throughput_rps)
-    fitting = [t for t in space.decode_threads if best.workers * t <= max(space.cores, best.workers)]
-    skipped = sorted(set(space.decode_threads) - set(fitting))
+    fitting = [
+        t for t in space.decode_threads if best.workers * pool_cores(t) <= max(space.cores, best.workers)
+    ]
+    skipped = [t for t in space.decode_threads if t not in fitting]
     if skipped:
         result.pruned.append(
             f"{model} decodeThreads {skipped} skipped: {best.workers} worker(s) x that is over {space.cores} cores"
         )
-    log(f"[tune] {model}: decode pools {fitting} at {best.short_label}")
+    log(f"[tune] {model}: decode pools {pools_text(fitting)} at {best.short_label}")
     for threads in (t for t in fitting if t != best.decode_threads):  # that one is measured
         point = run_point(best.batch_size, best.max_batch_delay_ms, best.workers, decode_threads=threads)
         result.points.append(point)

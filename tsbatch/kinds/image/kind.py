@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from batchkit.config import ImageModelConfig
+from batchkit.pool import AUTO, decode_threads_problem
 from batchkit.protocols import InputSchema
 from batchkit.reduced import REDUCED_DECODE
 from tsbatch.archive.kind import Kind
@@ -15,12 +16,6 @@ from tsbatch.kinds.image.schema import ImageModel
 DECODE_PATHS = ("auto", "pil", "tensor")
 
 
-def decode_threads_problem(threads: object) -> str | None:
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        return f"must be a whole number of at least 1, got {threads!r}"
-    return None
-
-
 def decode_path_problem(path: object) -> str | None:
     return None if path in DECODE_PATHS else f"must be one of {', '.join(DECODE_PATHS)}, got {path!r}"
 
@@ -31,10 +26,10 @@ def reduced_decode_problem(setting: object) -> str | None:
     return f"must be one of {', '.join(REDUCED_DECODE)}, got {setting!r}"
 
 
-# The worker's decode pool and JPEG decoding (config.properties; absent: one thread, the auto
-# path, and reduced-size JPEG decoding where the build's gate passed).
+# The worker's decode pool and JPEG decoding (config.properties; absent: threads chosen per
+# batch, the auto path, and reduced-size JPEG decoding where the build's gate passed).
 DECODE_KEYS = (
-    WorkerKey("decodeThreads", "decode_threads", 1, decode_threads_problem, "decode pool", threads=True),
+    WorkerKey("decodeThreads", "decode_threads", AUTO, decode_threads_problem, "decode pool", threads=True),
     WorkerKey("decodePath", "decode_path", "auto", decode_path_problem, "decode pool"),
     WorkerKey("reducedDecode", "reduced_decode", "auto", reduced_decode_problem, "JPEG decoder"),
 )

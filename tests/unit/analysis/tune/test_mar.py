@@ -92,3 +92,7 @@ def test_a_toolkit_archives_decode_pool_is_set_in_its_handler_config(
     out = read_mar(repackage(info, tmp_path / "out.mar", settings))
     assert out.config["handler"] == {**handler, "decode_threads": 2} and out.decode_threads == 2
     assert "decodeThreads" not in out.config and out.settings == SETTINGS
+    auto = read_mar(make_mar("auto.mar", {"handler": {**handler, "decode_threads": "auto"}}, toolkit=True))
+    assert auto.decode_threads == "auto"  # packaged auto: the tuner searches the pool too
+    wrong = read_mar(make_mar("wrong.mar", {"handler": {**handler, "decode_threads": "x"}}, toolkit=True))
+    assert wrong.decode_threads is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +91,18 @@ def test_a_winner_is_reported_written_and_applied_with_comments_kept(tmp_path: P
     assert settings["resnet18"]["jobQueueSize"] == 210
     assert '"jobQueueSize": 210' in (tmp_path / "recommended.properties").read_text()
     assert "jobQueueSize = measured throughput x p99 target (350.0 rps x 600 ms" in summary
+
+
+def test_an_auto_decode_pool_is_reported_read_back_and_applied(tmp_path: Path) -> None:
+    points = [replace(measured(8, 120, 150), decode_threads=pool) for pool in ("auto", 1, 2)]
+    points[0] = replace(points[0], throughput_rps=130)
+    report = report_model("resnet18", points, SLA, tmp_path, [], {"batchSize": 8, "maxBatchDelay": 10})
+    assert read_points_csv(report.csv_path) == points
+    assert report.selection.winner == points[0]
+    properties = copy_properties(tmp_path)
+    assert finish([report], tmp_path, META, properties, properties, lambda _: None) == 0
+    assert model_settings(read_properties(properties))["resnet18"]["decodeThreads"] == "auto"
+    assert "| 8 | 10 | 1 | auto | 130.0 |" in (tmp_path / "summary.md").read_text()
 
 
 def test_no_configuration_meeting_the_sla_says_so_and_exits_non_zero(tmp_path: Path) -> None:

@@ -86,3 +86,23 @@ def test_decode_pools_are_tried_at_the_best_point_within_the_cores() -> None:
     assert "m decodeThreads [4] skipped: 1 worker(s) x that is over 2 cores" in outcome.pruned
     best = max(outcome.points, key=lambda p: p.throughput_rps)
     assert (best.decode_threads, best.short_label) == (2, "b8 d10 w1 t2")
+
+
+def test_auto_is_a_decode_pool_the_search_tries_and_can_choose() -> None:
+    """Packaged auto: its points come first; 1 and 2 are tried at the best; auto counts as 1
+    core per worker, so it fits beside two workers where a pool of 2 does not."""
+    tried: list[tuple[int, int, int, int | str]] = []
+
+    def server(batch: int, delay: int, workers: int, decode_threads: int | str = "auto") -> TunePoint:
+        tried.append((batch, delay, workers, decode_threads))
+        rps = {"auto": 40.0, 1: 20.0, 2: 39.0}[decode_threads] * workers
+        return TunePoint(
+            "m", batch, delay, workers, rps, 30, 60, 90, requests=900, decode_threads=decode_threads
+        )
+
+    space = SearchSpace(batch_sizes=[8], delays_ms=[10], workers=[2], decode_threads=["auto", 1, 2], cores=2)
+    outcome = search("m", SLA, space, LoadSpec(concurrency=8), server, log=lambda _: None)
+    assert tried == [(8, 10, 2, "auto"), (8, 10, 2, 1)]
+    assert "m decodeThreads [2] skipped: 2 worker(s) x that is over 2 cores" in outcome.pruned
+    best = max(outcome.points, key=lambda p: p.throughput_rps)
+    assert (best.decode_threads, best.short_label) == ("auto", "b8 d10 w2 tauto")
