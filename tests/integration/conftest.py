@@ -62,7 +62,10 @@ StartServer = Callable[..., TorchServe]
 
 @pytest.fixture(scope="session")
 def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServer]:
-    """Factory: ``start_server(model_store, models=[...], overrides={...}, model_overrides={...})``.
+    """Factory: ``start_server(model_store, models=[...], overrides={...}, source=...)``.
+
+    Other batch settings need archives packaged with them: ``package.private_store`` gives a
+    config and a store to pass as ``source`` and ``model_store``.
 
     Every instance it starts is stopped at the end of the session, or earlier with
     ``server.stop()``.

@@ -24,8 +24,11 @@ COUNTED = ["ShedRequestsTotal", "BatchesTotal", "BatchedRequestsTotal"]
 
 
 @pytest.fixture(scope="module")
-def server(start_server, model_store: Path) -> TorchServe:
-    return start_server(model_store, models=[MODEL], model_overrides=BATCHING)
+def server(start_server, model_store: Path, tmp_path_factory: pytest.TempPathFactory) -> TorchServe:
+    # The archive's model-config.yaml wins over config.properties: repackage with BATCHING,
+    # from the artifacts the model_store fixture built.
+    properties, store = private_store(tmp_path_factory.mktemp("batching"), [MODEL], BATCHING)
+    return start_server(store, [MODEL], source=properties)
 
 
 def send_trio(server: TorchServe) -> tuple[dict[str, requests.Response], dict[str, float]]:

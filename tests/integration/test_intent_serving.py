@@ -11,6 +11,7 @@ import pytest
 import requests
 
 from tests.integration.support import served_tolerance
+from tsbatch.archive.package import private_store
 from tsbatch.server.process import TorchServe
 
 MODEL = "bert_intent"
@@ -26,8 +27,11 @@ LONG_TEXT = (
 
 
 @pytest.fixture(scope="module")
-def batching_server(start_server, model_store: Path) -> TorchServe:
-    return start_server(model_store, models=[MODEL], model_overrides=BATCHING)
+def batching_server(start_server, model_store: Path, tmp_path_factory: pytest.TempPathFactory) -> TorchServe:
+    # The archive's model-config.yaml wins over config.properties: repackage with BATCHING,
+    # from the artifacts the model_store fixture built.
+    properties, store = private_store(tmp_path_factory.mktemp("batching"), [MODEL], BATCHING)
+    return start_server(store, [MODEL], source=properties)
 
 
 def predict(server: TorchServe, body: bytes | str, content_type: str = TEXT) -> requests.Response:

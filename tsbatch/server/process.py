@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 import requests
 
@@ -30,7 +29,6 @@ from tsbatch.config.properties import (
     model_settings,
     read_properties,
     replace_entry,
-    with_model_settings,
 )
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.ports import free_ports, worker_port_base
@@ -59,9 +57,12 @@ def effective_properties(
     model_store: Path,
     ports: dict[str, int] | None = None,
     overrides: dict[str, str] | None = None,
-    model_overrides: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
-    """Write ``run_dir/config.properties``: the source with absolute paths and overrides."""
+    """Write ``run_dir/config.properties``: the source with absolute paths and overrides.
+
+    Batch settings are not among them: the archive's model-config.yaml wins over ``models=``,
+    so other batch settings need ``package.private_store`` (repackaged archives).
+    """
     text = source.read_text()
     values = read_properties(source)
     replacements: dict[str, str] = {"model_store": str(model_store.resolve())}
@@ -77,8 +78,6 @@ def effective_properties(
     replacements.update(overrides or {})
     for key, value in replacements.items():
         text = replace_entry(text, key, f"{key}={value}\n")
-    if model_overrides:
-        text = with_model_settings(text, model_overrides)
     run_dir.mkdir(parents=True, exist_ok=True)
     target = run_dir / "config.properties"
     target.write_text(text)
@@ -336,7 +335,6 @@ def start_instance(
     source: Path = DEFAULT_PROPERTIES,
     private_ports: bool = True,
     overrides: dict[str, str] | None = None,
-    model_overrides: dict[str, dict[str, Any]] | None = None,
     timeout: float = 180,
 ) -> TorchServe:
     """Start a private instance (free loopback ports by default) serving ``models``."""
@@ -354,7 +352,7 @@ def start_instance(
         # gRPC listens too (7070/7071 by default) and would collide between instances.
         props.setdefault("grpc_inference_port", str(grpc_inference))
         props.setdefault("grpc_management_port", str(grpc_management))
-    path = effective_properties(source, run_dir, model_store, ports, props, model_overrides)
+    path = effective_properties(source, run_dir, model_store, ports, props)
     server = TorchServe(run_dir=run_dir, properties_path=path, model_store=model_store)
     server.start(names, timeout)
     return server
