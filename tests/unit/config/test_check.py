@@ -148,7 +148,7 @@ def test_keys_left_out_are_noted_not_refused_and_the_archive_checked_against_the
     assert main(["--properties", str(path), "--no-archives", "--strict"]) == 0
     store = tmp_path / "model-store"
     baked = {"minWorkers": 1, "maxWorkers": 1, "batchSize": 8, "maxBatchDelay": 10, "responseTimeout": 60}
-    write_archive(store, "resnet18", {**baked, "handler": {"torch_threads": 1, "decode_threads": 1}})
+    write_archive(store, "resnet18", {**baked, "handler": {"torch_threads": 1, "decode_threads": "auto"}})
     defaulted = {**baked, "maxBatchDelay": 100}
     write_archive(store, "bert_intent", {**defaulted, "handler": {"torch_threads": 1}})
     assert {p.severity for p in check(path)} == {"note"}
