@@ -43,6 +43,7 @@ from tsbatch.client.auth import KeyFile
 from tsbatch.config.properties import load_models, read_properties
 from tsbatch.container import drain_file, drain_seconds, mark_draining
 from tsbatch.environment import Environment
+from tsbatch.settings.batch import BatchSettings
 
 ENVIRONMENT = Environment.read()
 DEFAULT_CONFIG = str(ENVIRONMENT.config_file)
@@ -104,7 +105,7 @@ class Client:
             description = self.management_get(f"/models/{name}")[0]
             workers = description.get("workers", [])
             ready = sum(1 for worker in workers if worker.get("status") == "READY")
-            needed = max(1, int(description.get("minWorkers", 1)))
+            needed = max(1, BatchSettings.described(description).min_workers or 1)
             if ready < needed:
                 raise ProbeFailed(
                     f"{name}: {ready}/{needed} workers READY ({[w.get('status') for w in workers]})"

@@ -23,6 +23,7 @@ from tsbatch.archive.manifest import load_manifest
 from tsbatch.archive.variants import archive_config
 from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES
+from tsbatch.settings.batch import BatchSettings
 
 # The CPU flags that change what is served: bf16 and int8 dot products, and the ISA the
 # compiled packages target.
@@ -113,9 +114,11 @@ def report() -> list[str]:
     lines.append("GPU:")
     lines += cuda_lines()
     lines.append("Models (a CPU worker with config.properties' batchSize):")
-    settings = model_settings(read_properties(DEFAULT_PROPERTIES))
+    properties = read_properties(DEFAULT_PROPERTIES)
+    entries = model_settings(properties)
     for name, spec in load_manifest().models.items():
-        lines += model_lines(name, spec.artifact_dir, int(settings.get(name, {}).get("batchSize", 1)))
+        settings = BatchSettings.configured(properties, name, entries.get(name, {}))
+        lines += model_lines(name, spec.artifact_dir, settings.batch_size)
     return lines
 
 

@@ -31,8 +31,8 @@ from tsbatch.kinds.image.photos import photo_jpegs
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.apply import main
 from tsbatch.server.apply_lock import LOCK_NAME
-from tsbatch.server.apply_plan import LiveSettings
 from tsbatch.server.process import TorchServe
+from tsbatch.settings.batch import BatchSettings
 
 MODEL, OTHER = "resnet18", "bert_intent"
 # Slow batches: 8 camera photos of 12 MP take the worker about a second to decode (longer on
@@ -81,7 +81,7 @@ def registering_server(
     properties, store = private_store(
         tmp_path_factory.mktemp("apply-store"),
         [MODEL, OTHER],
-        changes={MODEL: LiveSettings(batch_size=BATCH, max_batch_delay=10, workers=2).properties()},
+        changes={MODEL: BatchSettings.for_point(BATCH, 10, 2).entry()},
     )
     return start_server(
         store, models=[MODEL, OTHER], source=properties, overrides={"enable_model_api": "true"}

@@ -41,10 +41,10 @@ def test_make_tune_quick_measures_reports_and_applies_the_winner(model_store: Pa
 
     points = read_points_csv(out / "resnet18.csv")
     assert 2 <= len(points) <= 3
-    assert [p.batch_size for p in points] == [1, 4, 8][: len(points)]
+    assert [p.settings.batch_size for p in points] == [1, 4, 8][: len(points)]
     assert all(p.failure is None and p.requests > 20 and p.throughput_rps > 0 for p in points)
     assert all(p.p50_ms <= p.p95_ms <= p.p99_ms for p in points)
-    by_batch = {p.batch_size: p for p in points}
+    by_batch = {p.settings.batch_size: p for p in points}
     # TorchServe's counters: batch size 1 forms batches of 1; at 8 in flight, batch 4 really batches.
     # (Each scrape may catch one batch between its two counters' updates: +-1 request per edge.)
     assert by_batch[1].mean_batch_size == pytest.approx(1.0, abs=0.05)
@@ -65,15 +65,15 @@ def test_make_tune_quick_measures_reports_and_applies_the_winner(model_store: Pa
 
     applied = model_settings(read_properties(properties))["resnet18"]
     assert (applied["batchSize"], applied["maxBatchDelay"], applied["maxWorkers"]) == (
-        winner.batch_size,
-        winner.max_batch_delay_ms,
-        winner.workers,
+        winner.settings.batch_size,
+        winner.settings.max_batch_delay_ms,
+        winner.settings.workers,
     )
     original = (REPO_ROOT / "config.properties").read_text()
     assert [line for line in original.splitlines() if line.startswith("#")] == [
         line for line in properties.read_text().splitlines() if line.startswith("#")
     ]
-    assert f'"batchSize": {winner.batch_size}' in (out / "recommended.properties").read_text()
+    assert f'"batchSize": {winner.settings.batch_size}' in (out / "recommended.properties").read_text()
 
 
 def test_tune_sizes_the_decode_pool_for_the_users_photos(model_store: Path, tmp_path: Path) -> None:
@@ -103,7 +103,10 @@ def test_tune_sizes_the_decode_pool_for_the_users_photos(model_store: Path, tmp_
     assert "then decodeThreads [auto, 1]" in result.stdout and str(requests_dir) in result.stdout
 
     points = read_points_csv(out / "resnet18.csv")
-    assert [(p.batch_size, p.workers, p.decode_threads) for p in points] == [(8, 1, "auto"), (8, 1, 1)]
+    assert [(p.settings.batch_size, p.settings.workers, p.decode_threads) for p in points] == [
+        (8, 1, "auto"),
+        (8, 1, 1),
+    ]
     assert all(p.failure is None and p.error_rate == 0 and p.requests > 5 for p in points)
     auto, one = points
     print(

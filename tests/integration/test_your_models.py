@@ -267,16 +267,16 @@ def test_tune_searches_the_archive_and_writes_its_models_entry(
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
 
     points = read_points_csv(out / f"{model}.csv")
-    assert [p.batch_size for p in points] == [1, 4, 8][: len(points)] and len(points) >= 2
+    assert [p.settings.batch_size for p in points] == [1, 4, 8][: len(points)] and len(points) >= 2
     assert all(p.failure is None and p.requests > 5 and p.error_rate == 0 for p in points)
     winner = next(p for p in points if f"{p.label} wins" in (out / "summary.md").read_text())
     entry = model_settings(read_properties(out / "recommended.properties"))
     assert list(entry) == [model]  # the archive's model alone, named by its archive file
     assert entry[model]["marName"] == f"{model}.mar"
     assert (entry[model]["batchSize"], entry[model]["maxBatchDelay"]) == (
-        winner.batch_size,
-        winner.max_batch_delay_ms,
+        winner.settings.batch_size,
+        winner.settings.max_batch_delay_ms,
     )
     assert "recommended models= entry" in result.stdout
     packaged = read_mar(out / f"{model}.mar")  # the winner, its model-config.yaml rewritten
-    assert packaged.settings["batchSize"] == winner.batch_size
+    assert packaged.settings.batch_size == winner.settings.batch_size

@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.profiles import Sla
 
 KNEE_FRACTION = 0.9  # the knee: smallest batch reaching this share of peak throughput
@@ -21,6 +22,7 @@ PATIENCE = 2  # ... and the lane ends after this many bigger batches in a row th
 TIE_TOLERANCE = 0.02  # throughputs within 2% are a tie, broken by the lower p99
 DELAY_SHARE_OF_P99 = 0.5  # the batch delay may use at most half of the p99 ceiling
 FULL_BATCH_FILL = 0.95  # mean formed batch / batchSize at which batches count as full
+DECODE_THREADS = "decodeThreads"  # the image kind's decode pool: searched where the kind has one
 
 
 # ---------------------------------------------------------------- sweep curves
@@ -76,12 +78,11 @@ def power_of_two_batch_sizes(limit: int) -> list[int]:
 # ---------------------------------------------------------------- tuner points
 @dataclass(frozen=True)
 class TunePoint:
-    """One served configuration measured under load."""
+    """One served configuration (its settings: one worker count, the decode pool where tried)
+    measured under load."""
 
     model: str
-    batch_size: int
-    max_batch_delay_ms: int
-    workers: int
+    settings: BatchSettings
     throughput_rps: float = 0.0
     p50_ms: float = math.nan
     p95_ms: float = math.nan
@@ -91,25 +92,26 @@ class TunePoint:
     requests: int = 0
     seconds: float = 0.0
     failure: str | None = None  # set when the point could not be measured (server did not start ...)
-    decode_threads: int | str | None = None  # the worker's decode pool (a size or auto), where set
 
     @property
-    def key(self) -> tuple[int, int, int]:
-        return (self.batch_size, self.max_batch_delay_ms, self.workers)
+    def decode_threads(self) -> int | str | None:
+        """The worker's decode pool (a size or auto), where the point sets one."""
+        return self.settings.worker_key(DECODE_THREADS)
 
     @property
     def label(self) -> str:
-        workers = "worker" if self.workers == 1 else "workers"
+        s = self.settings
+        workers = "worker" if s.workers == 1 else "workers"
         threads = "" if self.decode_threads is None else f" decodeThreads={self.decode_threads}"
         return (
-            f"batchSize={self.batch_size} maxBatchDelay={self.max_batch_delay_ms}ms {self.workers} {workers}"
-            + threads
+            f"batchSize={s.batch_size} maxBatchDelay={s.max_batch_delay_ms}ms {s.workers} {workers}" + threads
         )
 
     @property
     def short_label(self) -> str:
+        s = self.settings
         threads = "" if self.decode_threads is None else f" t{self.decode_threads}"
-        return f"b{self.batch_size} d{self.max_batch_delay_ms} w{self.workers}{threads}"
+        return f"b{s.batch_size} d{s.max_batch_delay_ms} w{s.workers}{threads}"
 
 
 def sla_violations(point: TunePoint, sla: Sla) -> list[str]:
@@ -175,7 +177,15 @@ def select_configuration(
     if passing:
         best = max(p.throughput_rps for p in passing)
         contenders = [p for p in passing if p.throughput_rps >= (1 - tie_tolerance) * best]
-        winner = min(contenders, key=lambda p: (p.p99_ms, p.batch_size, p.workers, p.max_batch_delay_ms))
+        winner = min(
+            contenders,
+            key=lambda p: (
+                p.p99_ms,
+                p.settings.batch_size,
+                p.settings.workers,
+                p.settings.max_batch_delay_ms,
+            ),
+        )
     verdicts = []
     for point in points:
         violations = sla_violations(point, sla)
@@ -203,7 +213,7 @@ def select_configuration(
 
 def batch_one_baseline(points: Iterable[TunePoint], sla: Sla) -> TunePoint | None:
     """The best batch-size-1 configuration meeting the same SLA (what you get without batching)."""
-    candidates = [p for p in points if p.batch_size == 1 and not sla_violations(p, sla)]
+    candidates = [p for p in points if p.settings.batch_size == 1 and not sla_violations(p, sla)]
     return max(candidates, key=lambda p: p.throughput_rps, default=None)
 
 
@@ -265,11 +275,11 @@ def longer_delay_pointless(shorter: TunePoint, fill: float = FULL_BATCH_FILL) ->
     """Why a longer maxBatchDelay at the same batch size and workers is not worth trying,
     given the point measured with a shorter one: its batches already came full, so waiting
     longer cannot form bigger ones and can only add latency. None when it might help."""
-    if shorter.failure or shorter.mean_batch_size is None or shorter.batch_size <= 1:
+    if shorter.failure or shorter.mean_batch_size is None or shorter.settings.batch_size <= 1:
         return None
-    if shorter.mean_batch_size >= fill * shorter.batch_size:
+    if shorter.mean_batch_size >= fill * shorter.settings.batch_size:
         return (
             f"{shorter.short_label} already formed full batches (mean {shorter.mean_batch_size:.2f} of "
-            f"{shorter.batch_size}): a longer delay cannot fill them more"
+            f"{shorter.settings.batch_size}): a longer delay cannot fill them more"
         )
     return None

@@ -24,7 +24,7 @@ from batchkit.protocols import InputSchema
 from tsbatch.archive import artifacts
 from tsbatch.archive.schema import Common, handler_values
 from tsbatch.config.findings import Problem
-from tsbatch.config.properties import SHARED_WORKER_KEYS, WorkerKey
+from tsbatch.settings.batch import SHARED_WORKER_KEYS, WorkerKey
 from tsbatch.workloads.workload import Workload
 
 # The handler config fields every build writes whatever the kind: the archive's files, the

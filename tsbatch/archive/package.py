@@ -27,18 +27,21 @@ from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ModelSpec, load_manifest, parse_manifest_command
 from tsbatch.archive.schema import SERVING_KEYS
 from tsbatch.config.properties import (
-    BATCH_KEYS,
-    QUEUE_KEY,
-    PropertiesError,
-    WorkerKey,
-    archive_entry,
-    defaults_for,
+    configured_settings,
     model_settings,
     read_properties,
     replace_entry,
     update_model_settings,
 )
 from tsbatch.paths import DEFAULT_PROPERTIES, HANDLERS_DIR
+from tsbatch.settings.batch import (
+    BATCH_KEYS,
+    QUEUE_KEY,
+    BatchSettings,
+    SettingsError,
+    WorkerKey,
+    defaults_for,
+)
 
 MODEL_CONFIG_FILE = "model-config.yaml"
 # Read by the Open Inference Protocol plugin (plugins/oip) for GET /v2/models/<m>.
@@ -51,29 +54,36 @@ class PackageError(RuntimeError):
 
 def archive_settings(
     properties_path: Path, model_name: str, worker_keys: Sequence[WorkerKey] = ()
-) -> dict[str, Any]:
+) -> BatchSettings:
     """The settings of one model in config.properties that the archive must repeat (with the
     ``worker_keys`` of its kind it sets); each key left out takes TorchServe's default, said here."""
     properties = read_properties(properties_path)
     try:
-        entry = archive_entry(properties, model_name, worker_keys)
-    except PropertiesError as exc:
+        settings = configured_settings(properties, model_name, worker_keys)
+    except SettingsError as exc:
         raise PackageError(f"{properties_path}: {exc}") from None
     for default in defaults_for(properties, model_settings(properties)[model_name]):
         print(f"[package] {model_name}: models= {default.describe()}")
-    return entry
+    return settings
 
 
-def model_config(spec: ModelSpec, settings: dict[str, Any]) -> dict[str, Any]:
+def model_config(spec: ModelSpec, settings: BatchSettings) -> dict[str, Any]:
     """The archive's model-config.yaml: the batch settings and queue size, and the export's
     handler config with the threads, the decode settings, the deadline budget and the
     serving-time keys, as the worker's config type reads it."""
     exported = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
-    exported["torch_threads"] = settings["torchThreads"]
-    exported.update({k.field: settings[k.name] for k in spec.kind.all_worker_keys if k.name in settings})
+    exported["torch_threads"] = settings.torch_threads
+    exported.update(
+        {
+            k.field: value
+            for k in spec.kind.all_worker_keys
+            if (value := settings.worker_key(k.name)) is not None
+        }
+    )
     exported.update(spec.config.model_dump(include=set(SERVING_KEYS)))
     handler = to_mapping(from_mapping(spec.kind.config, exported))
-    config = {key: settings[key] for key in (*BATCH_KEYS, QUEUE_KEY) if key in settings}
+    entry = settings.entry()
+    config = {key: entry[key] for key in (*BATCH_KEYS, QUEUE_KEY) if key in entry}
     config["handler"] = handler
     return config
 
@@ -155,15 +165,16 @@ def package(
         result = subprocess.run(command, capture_output=True, text=True, env=private_tmp)
     if result.returncode != 0:
         raise PackageError(f"torch-model-archiver failed for {spec.name}:\n{result.stderr}{result.stdout}")
-    artifacts.write_json(stamp_path, {"stamp": stamp, "settings": settings})
+    entry = settings.entry()
+    artifacts.write_json(stamp_path, {"stamp": stamp, "settings": entry})
     print(
-        f"[package] {mar_path} (batchSize={settings['batchSize']}, "
-        f"maxBatchDelay={settings['maxBatchDelay']}, workers={settings['minWorkers']}-"
-        f"{settings['maxWorkers']}, torchThreads={settings['torchThreads']}"
+        f"[package] {mar_path} (batchSize={settings.batch_size}, "
+        f"maxBatchDelay={settings.max_batch_delay_ms}, workers={settings.min_workers}-"
+        f"{settings.max_workers}, torchThreads={settings.torch_threads}"
         + "".join(
-            f", {key}={settings[key]}"
+            f", {key}={entry[key]}"
             for key in (*(k.name for k in spec.kind.all_worker_keys), QUEUE_KEY)
-            if key in settings
+            if key in entry
         )
         + ")"
     )

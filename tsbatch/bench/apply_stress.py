@@ -30,8 +30,8 @@ from tsbatch.archive.package import private_store
 from tsbatch.client.load import BackgroundLoad, LoadDriver, Record
 from tsbatch.kinds.image.photos import photo_jpegs
 from tsbatch.paths import REPO_ROOT
-from tsbatch.server.apply_plan import LiveSettings
 from tsbatch.server.process import TorchServe, start_instance
+from tsbatch.settings.batch import BatchSettings
 
 TEXT_BODY = b"turn on the lights in the kitchen"
 
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     width, height = (int(side) for side in args.photo.split("x"))
     photos = photo_jpegs(width, height, count=4)
-    two_workers = LiveSettings(batch_size=16, max_batch_delay=10, workers=2).properties()
+    two_workers = BatchSettings.for_point(16, 10, 2).entry()
     models = [args.image_model, args.text_model]
     with tempfile.TemporaryDirectory(prefix="bench-apply-") as work:
         properties, store = private_store(Path(work) / "store", models, changes={args.image_model: two_workers},

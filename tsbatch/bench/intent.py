@@ -34,7 +34,7 @@ import json
 import statistics
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from tsbatch.kinds.text.utterances import read_utterances
 from tsbatch.paths import DEFAULT_MANIFEST, DEFAULT_PROPERTIES, REPO_ROOT, REPORTS_DIR
 from tsbatch.server.process import start_instance
 from tsbatch.server.served import worker_rss_mb
+from tsbatch.settings.batch import BatchSettings
 
 BASELINE_HANDLER = Path(__file__).with_name("baseline_text_handler.py")
 REPORT_PATH = REPORTS_DIR / "bench_intent.json"
@@ -84,8 +85,7 @@ def archive_for(
     handler: Path,
     directory: Path,
     properties: Path,
-    workers: int,
-    threads: int,
+    settings: BatchSettings,
 ) -> tuple[Path, Path]:
     """A private config.properties and model store whose <model>.mar uses ``handler``."""
     model = spec.name
@@ -94,7 +94,7 @@ def archive_for(
         build_dir=manifest.build_dir,
         model_store=manifest.model_store,
     )
-    changes = {model: {"minWorkers": workers, "maxWorkers": workers, "torchThreads": threads}}
+    changes = {model: settings.entry(("minWorkers", "maxWorkers", "torchThreads"))}
     with contextlib.redirect_stdout(io.StringIO()):  # packaging chatter
         return private_store(directory, [model], changes, source=properties, manifest=variant)
 
@@ -106,7 +106,7 @@ def run_one(
     properties: Path,
     store: Path,
     run_dir: Path,
-    settings: dict[str, int],
+    settings: BatchSettings,
     texts: list[str],
     clients: int,
     warmup: float,
@@ -132,8 +132,8 @@ def run_one(
 
     return RunResult(
         handler=name,
-        workers=settings["minWorkers"],
-        threads=settings["torchThreads"],
+        workers=settings.workers,
+        threads=settings.torch_threads,
         clients=clients,
         seconds=duration,
         requests=figures.requests,
@@ -231,22 +231,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-intent-") as temp:
         for setting in args.settings.split(","):
             workers, threads = parse_setting(setting)
-            settings = {
-                **base_settings,
-                "minWorkers": workers,
-                "maxWorkers": workers,
-                "torchThreads": threads,
-            }
+            settings = replace(base_settings.changed(workers=workers), torch_threads=threads)
             for name in chosen:
                 root = Path(temp) / f"{name}-{workers}x{threads}"
                 pinned = chosen[name]
                 served = variant_spec(spec, Path(temp), pinned) if pinned else spec
                 properties, store = archive_for(
-                    served, manifest, handlers[name], root, args.properties, workers, threads
+                    served, manifest, handlers[name], root, args.properties, settings
                 )
                 print(
-                    f"[bench] {name}: {workers} worker(s) x {threads} thread(s), batchSize {settings['batchSize']}, "
-                    f"maxBatchDelay {settings['maxBatchDelay']} ms ...",
+                    f"[bench] {name}: {workers} worker(s) x {threads} thread(s), batchSize {settings.batch_size}, "
+                    f"maxBatchDelay {settings.max_batch_delay_ms} ms ...",
                     flush=True,
                 )
                 result = run_one(

@@ -28,6 +28,7 @@ from tsbatch.client.load import LoadDriver, LoadSpec, ResponseCheck
 from tsbatch.client.metrics import rise_ratio
 from tsbatch.kinds.image.pictures import encoded_pictures
 from tsbatch.server.process import TorchServe, start_instance
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.workloads.schemas import body_problems, multi_input_problems
 
 COUNTED = ["BatchesTotal", "BatchedInputsTotal"]
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-multi-input-") as tmp:
         server = start_instance(Path(tmp) / "run", manifest.model_store, [model])
         try:
-            settings = server.client.describe(model)
+            settings = BatchSettings.described(server.client.describe(model))
             url = f"{server.url('inference')}{url_path}"
             single = LoadDriver(
                 url,
@@ -193,8 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
 
     print(
-        f"\n{model} (archive), images per request (batchSize={settings['batchSize']}, "
-        f"maxBatchDelay={settings['maxBatchDelay']} ms, {args.clients} clients, {args.duration:.0f}s measured each)"
+        f"\n{model} (archive), images per request (batchSize={settings.batch_size}, "
+        f"maxBatchDelay={settings.max_batch_delay_ms} ms, {args.clients} clients, {args.duration:.0f}s measured each)"
     )
     print(
         f"{'body':<13}{'images/request':>15}{'req/s':>9}{'images/s':>10}{'p50 ms':>9}{'p99 ms':>9}"

@@ -40,11 +40,11 @@ from tsbatch.archive.package import private_store
 from tsbatch.bench.model_option import add_model_option, chosen_model
 from tsbatch.bench.resnet import imagenet_spec, payload_images
 from tsbatch.client.load import BackgroundLoad, LoadDriver, LoadResult, LoadSpec, PerRequestHeaders, Record
-from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.config.properties import configured_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.apply import ApplyError, apply_settings
-from tsbatch.server.apply_plan import LiveSettings
 from tsbatch.server.process import TorchServe, start_instance
+from tsbatch.settings.batch import ARCHIVE_KEYS, BatchSettings
 from tsbatch.sla.gate import Window
 from tsbatch.sla.percentile import percentile
 from tsbatch.sla.profiles import load_sla
@@ -158,7 +158,7 @@ def live_apply(
     server: TorchServe, manifest: Manifest, bodies: list[bytes], batch_size: int, args: argparse.Namespace
 ) -> list[str]:
     """A new batch size applied under four clients' steady load: its report lines."""
-    current = LiveSettings.described(server.client.describe(args.model))
+    current = BatchSettings.described(server.client.describe(args.model))
     target = current.changed(batch_size=args.apply_batch_size or max(1, batch_size // 2))
     driver = LoadDriver(
         f"{server.url('inference')}/predictions/{args.model}", bodies, headers=server.client.headers()
@@ -177,7 +177,7 @@ def live_apply(
         time.sleep(2)
     during = [r for r in load.records if started <= r.start <= switched]
     failed = [r for r in load.records if r.status != 200]
-    described = LiveSettings.described(server.client.describe(args.model))
+    described = BatchSettings.described(server.client.describe(args.model))
     steps = ", ".join(f"{step.name.lower()} {seconds:.1f}s" for step, seconds in report.timings.items())
     return [
         f"live apply under 4 clients: batchSize {current.batch_size} -> {described.batch_size} "
@@ -187,14 +187,10 @@ def live_apply(
     ]
 
 
-def settings_from(args: argparse.Namespace) -> dict[str, int]:
+def settings_from(args: argparse.Namespace) -> BatchSettings:
     """The model's settings in config.properties, with the options' changes."""
-    configured = model_settings(read_properties(DEFAULT_PROPERTIES))[args.model]
-    keys = ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers", "responseTimeout", "torchThreads")
-    settings = {key: int(configured[key]) for key in keys}
-    if args.batch_size is not None:
-        settings["batchSize"] = args.batch_size
-    return settings
+    configured = configured_settings(read_properties(DEFAULT_PROPERTIES), args.model)
+    return configured.changed(batch_size=args.batch_size)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -248,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             models={args.model: spec}, build_dir=spec.build_dir, model_store=manifest.model_store
         )
         properties, store = private_store(
-            work / "store", [args.model], {args.model: settings}, extra, manifest=private
+            work / "store", [args.model], {args.model: settings.entry(ARCHIVE_KEYS)}, extra, manifest=private
         )
         server = start_instance(work / "run", store, [args.model], source=properties)
         bodies = payload_images(64, "imagenet")
@@ -266,14 +262,14 @@ def main(argv: list[str] | None = None) -> int:
                         open_loop_row(server, bodies, multiple * capacity_rps, multiple, shedding, args)
                     )
             print("[bench] applying a new batch size live under steady load ...")
-            applied = live_apply(server, private, bodies, settings["batchSize"], args)
+            applied = live_apply(server, private, bodies, settings.batch_size, args)
         finally:
             server.stop()
 
     print(
-        f"\n{args.model} 224x224 past capacity (batchSize={settings['batchSize']}, "
-        f"maxBatchDelay={settings['maxBatchDelay']} ms, workers={settings['maxWorkers']}, "
-        f"torchThreads={settings['torchThreads']}, job_queue_size={queue}, p99 target {args.p99_ms:g} ms, "
+        f"\n{args.model} 224x224 past capacity (batchSize={settings.batch_size}, "
+        f"maxBatchDelay={settings.max_batch_delay_ms} ms, workers={settings.max_workers}, "
+        f"torchThreads={settings.torch_threads}, job_queue_size={queue}, p99 target {args.p99_ms:g} ms, "
         f"{args.seconds:g} s per row)"
     )
     figures = capacity.figures()

@@ -32,7 +32,6 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import yaml
 from PIL import Image
@@ -47,11 +46,12 @@ from tsbatch.bench.decoding import decode_rate
 from tsbatch.bench.model_option import add_model_option, chosen_model
 from tsbatch.bench.resnet import imagenet_spec
 from tsbatch.client.load import LoadDriver, LoadSpec
-from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.config.properties import configured_settings, read_properties
 from tsbatch.kinds.image.photos import PHOTO_SIZES, photo_jpegs
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.process import TorchServe, start_instance
 from tsbatch.server.served import served_decision
+from tsbatch.settings.batch import ARCHIVE_KEYS, BATCH_KEYS, BatchSettings
 
 REDUCED_KEY = "reducedDecode"  # the image worker's key for reduced-size JPEG decoding
 MODES = ("off", "on")  # reference decoding, then reduced
@@ -120,14 +120,13 @@ def measure(
     )
 
 
-def stock_store(artifact_dir: Path, model: str, settings: dict[str, Any], work: Path) -> Path:
+def stock_store(artifact_dir: Path, model: str, settings: BatchSettings, work: Path) -> Path:
     """A store whose ``<model>.mar`` is TorchServe's stock ``image_classifier`` on the fp32
     TorchScript model, with the same batch settings in its model-config.yaml."""
     store = work / "stock-store"
     store.mkdir(parents=True)
     config = work / MODEL_CONFIG_FILE
-    keys = ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers", "responseTimeout")
-    config.write_text(yaml.safe_dump({key: settings[key] for key in keys if key in settings}))
+    config.write_text(yaml.safe_dump(settings.entry(BATCH_KEYS)))
     command = [
         str(Path(sys.executable).parent / "torch-model-archiver"),
         "--model-name", model, "--version", "1.0",
@@ -201,7 +200,7 @@ def print_table(rows: list[Row], decode: dict[tuple[str, str], float], cores: in
 
 
 def start_servers(
-    stack: contextlib.ExitStack, work: Path, model: str, settings: dict[str, Any], names: list[tuple[str, int | str]],
+    stack: contextlib.ExitStack, work: Path, model: str, settings: BatchSettings, names: list[tuple[str, int | str]],
     private: Manifest, artifact_dir: Path,
 ) -> dict[tuple[str, int | str], TorchServe]:  # fmt: skip
     """Every server of the run, each stopped when ``stack`` closes."""
@@ -209,14 +208,15 @@ def start_servers(
     for index, (name, threads) in enumerate(names):
         if name == STOCK:
             with contextlib.redirect_stdout(io.StringIO()):
-                properties, _ = private_store(work / "stock", [model], {model: settings}, manifest=private)
+                changes = {model: settings.entry(ARCHIVE_KEYS)}
+                properties, _ = private_store(work / "stock", [model], changes, manifest=private)
             store = stock_store(artifact_dir, model, settings, work)
         else:
             with contextlib.redirect_stdout(io.StringIO()):
                 properties, store = private_store(
                     work / f"store-{index}",
                     [model],
-                    {model: {**settings, REDUCED_KEY: name, "decodeThreads": threads}},
+                    {model: {**settings.entry(ARCHIVE_KEYS), REDUCED_KEY: name, "decodeThreads": threads}},
                     manifest=private,
                 )
         server = start_instance(work / f"run-{index}", store, [model], source=properties)
@@ -264,9 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         model = chosen_model(args.model, "image", manifest)
     except ManifestError as exc:
         parser.error(str(exc))
-    configured = model_settings(read_properties(DEFAULT_PROPERTIES))[model]
-    keys = ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers", "responseTimeout", "torchThreads")
-    settings: dict[str, Any] = {key: configured[key] for key in keys if key in configured}
+    settings = configured_settings(read_properties(DEFAULT_PROPERTIES), model)
     pools = args.decode_threads
     names: list[tuple[str, int | str]] = [(mode, pools[0]) for mode in modes]
     names += [("on", pool) for pool in pools[1:] if "on" in modes]
@@ -280,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         print("[bench] exporting the ImageNet-shaped model (as `tsbatch bench resnet --shape imagenet`) ...")
         target = imagenet_spec(manifest.model(model), work, compiled=not args.torchscript)
-        variant = default_variant(target.artifact_dir, settings["batchSize"])
+        variant = default_variant(target.artifact_dir, settings.batch_size)
         served = variant_spec(target, work / "variant", variant)
         private = Manifest(
             models={model: served}, build_dir=served.build_dir, model_store=manifest.model_store
@@ -306,8 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = [median_row(rounds) for rounds in measured.values()]
     rows.sort(key=lambda row: (sizes.index(row.size), names.index((row.server, row.threads))))
     layout = (
-        f"{variant.label}, batchSize {settings['batchSize']} / {settings['maxBatchDelay']} ms, "
-        f"{settings['maxWorkers']} worker x {settings['torchThreads']} torch thread, decodeThreads "
+        f"{variant.label}, batchSize {settings.batch_size} / {settings.max_batch_delay_ms} ms, "
+        f"{settings.max_workers} worker x {settings.torch_threads} torch thread, decodeThreads "
         f"{', '.join(map(str, pools))}, {args.clients} clients, {args.duration:g} s per row"
         + (f", median of {args.rounds} rounds" if args.rounds > 1 else "")
     )

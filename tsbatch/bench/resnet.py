@@ -27,7 +27,6 @@ import time
 import warnings
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import torch
 import torchvision
@@ -45,13 +44,17 @@ from tsbatch.bench.decoding import auto_threads, decode_rows, print_section
 from tsbatch.bench.model_option import add_model_option, chosen_model
 from tsbatch.bench.served_archive import add_archive_options, bench_archive
 from tsbatch.client.load import LoadDriver, LoadSpec
-from tsbatch.config.properties import model_settings, read_properties
+from tsbatch.config.properties import configured_settings, read_properties
 from tsbatch.kinds.image.kind import DECODE_KEYS
 from tsbatch.kinds.image.pictures import encoded_pictures
 from tsbatch.kinds.image.schema import ImageModel
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.process import start_instance
 from tsbatch.server.served import worker_rss_mb
+from tsbatch.settings.batch import TUNED_KEYS, BatchSettings
+
+# What the bench writes into its private config.properties (and prints).
+SERVED_KEYS = (*TUNED_KEYS, "torchThreads", *(k.name for k in DECODE_KEYS))
 
 
 def payload_images(count: int, shape: str, seed: int = 0) -> list[bytes]:
@@ -134,7 +137,7 @@ def serve(
     spec: ModelSpec,
     shape: str,
     variant: ServingCandidate,
-    settings: dict[str, Any],
+    settings: BatchSettings,
     args: argparse.Namespace,
     work: Path,
 ) -> dict:
@@ -143,9 +146,10 @@ def serve(
     model = spec.name
     spec = variant_spec(spec, work / shape, variant)
     private = Manifest(models={model: spec}, build_dir=spec.build_dir, model_store=manifest.model_store)
-    decode = "".join(f"-{k.name}-{settings[k.name]}" for k in DECODE_KEYS if k.name in settings)
+    decode = "".join(f"-{k.name}-{v}" for k in DECODE_KEYS if (v := settings.worker_key(k.name)) is not None)
     name = f"{shape}-{variant.name}{decode}"
-    properties, store = private_store(work / f"store-{name}", [model], {model: settings}, manifest=private)
+    changes = {model: settings.entry(SERVED_KEYS)}
+    properties, store = private_store(work / f"store-{name}", [model], changes, manifest=private)
     server = start_instance(work / f"run-{name}", store, [model], source=properties)
     try:
         driver = LoadDriver(
@@ -171,15 +175,15 @@ def serve(
 
 
 def bench(
-    served: dict, spec: ModelSpec, settings: dict[str, Any], args: argparse.Namespace, work: Path
+    served: dict, spec: ModelSpec, settings: BatchSettings, args: argparse.Namespace, work: Path
 ) -> dict:
     """A served row with its variant's in-process figures beside it."""
     shape, variant = served["shape"], served["variant"]
-    threads = settings["maxWorkers"] * settings["torchThreads"]
+    threads = (settings.max_workers or 1) * (settings.torch_threads or 1)
     local = in_process(
         variant_spec(spec, work / shape, variant),
         variant,
-        settings["batchSize"],
+        settings.batch_size,
         threads,
         min(args.duration, 10),
     )
@@ -195,7 +199,7 @@ def decode_section(
     spec: ModelSpec,
     shape: str,
     default: ServingCandidate,
-    settings: dict[str, Any],
+    settings: BatchSettings,
     args: argparse.Namespace,
     work: Path,
 ) -> dict:
@@ -204,17 +208,17 @@ def decode_section(
     values = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     config = from_mapping(ImageModelConfig, values)
     payloads = payload_images(64, shape)
-    rows = decode_rows(config, payloads, settings["batchSize"], min(args.duration, 3))
+    rows = decode_rows(config, payloads, settings.batch_size, min(args.duration, 3))
     served = []
     for path, threads in DECODE_SETTINGS:
         print(f"[bench] {shape} {default.label}: serving with decode {path} x{threads} ...")
-        changed = {**settings, "decodePath": path, "decodeThreads": threads}
+        changed = settings.with_worker(decodePath=path, decodeThreads=threads)
         served.append((f"{path} x{threads}", serve(spec, shape, default, changed, args, work)))
     return {
         "shape": shape,
         "rows": rows,
         "served": served,
-        "auto": auto_threads(config, payloads, settings["batchSize"]),
+        "auto": auto_threads(config, payloads, settings.batch_size),
     }
 
 
@@ -275,21 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         model = chosen_model(args.model, "image", manifest)
     except ManifestError as exc:
         parser.error(str(exc))
-    configured = model_settings(read_properties(DEFAULT_PROPERTIES))[model]
-    settings: dict[str, Any] = {
-        key: int(configured[key])
-        for key in ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers", "torchThreads")
-    }
-    settings.update({k.name: configured[k.name] for k in DECODE_KEYS if k.name in configured})
-    for key, value in (
-        ("batchSize", args.batch_size),
-        ("maxBatchDelay", args.delay),
-        ("torchThreads", args.threads),
-    ):
-        if value is not None:
-            settings[key] = value
-    if args.workers is not None:
-        settings["minWorkers"] = settings["maxWorkers"] = args.workers
+    configured = configured_settings(read_properties(DEFAULT_PROPERTIES), model, DECODE_KEYS)
+    settings = configured.changed(args.batch_size, args.delay, args.workers)
+    if args.threads is not None:
+        settings = replace(settings, torch_threads=args.threads)
 
     spec = manifest.model(model)
     rows: list[dict] = []
@@ -300,15 +293,16 @@ def main(argv: list[str] | None = None) -> int:
         shapes = ["archive", "imagenet"] if args.shape == "both" else [args.shape]
         for shape in shapes:
             target = spec if shape == "archive" else imagenet_spec(spec, work)
-            variants, skipped = machine_variants(target.artifact_dir, settings["batchSize"])
-            defaults[shape] = default_variant(target.artifact_dir, settings["batchSize"])
+            variants, skipped = machine_variants(target.artifact_dir, settings.batch_size)
+            defaults[shape] = default_variant(target.artifact_dir, settings.batch_size)
             if defaults[shape] not in variants:  # an explicit setting's choice is measured too
                 variants.append(defaults[shape])
             for reason in skipped:
                 print(f"[bench] {shape}: skipping {reason}")
             for variant in variants:
                 print(
-                    f"[bench] {shape} {variant.label}: serving with {settings} under {args.clients} clients ..."
+                    f"[bench] {shape} {variant.label}: serving with {settings.entry(SERVED_KEYS)} under "
+                    f"{args.clients} clients ..."
                 )
                 rows.append(
                     bench(serve(target, shape, variant, settings, args, work), target, settings, args, work)
@@ -316,8 +310,8 @@ def main(argv: list[str] | None = None) -> int:
             sections.append(decode_section(target, shape, defaults[shape], settings, args, work))
 
     print(
-        f"\n{model} served vs in-process (batchSize={settings['batchSize']}, maxBatchDelay={settings['maxBatchDelay']} ms, "
-        f"workers={settings['maxWorkers']}, torchThreads={settings['torchThreads']}, {args.clients} clients, "
+        f"\n{model} served vs in-process (batchSize={settings.batch_size}, maxBatchDelay={settings.max_batch_delay_ms} ms, "
+        f"workers={settings.max_workers}, torchThreads={settings.torch_threads}, {args.clients} clients, "
         f"{args.duration:.0f}s measured)"
     )
     print_rows(rows)
@@ -344,6 +338,6 @@ def main(argv: list[str] | None = None) -> int:
             ),
             None,
         )
-        print_section(section, model_row, settings)
+        print_section(section, model_row, settings.entry())
     decode_served = [row for section in sections for _, row in section["served"]]
     return 1 if any(row["errors"] or not row["completed"] for row in rows + decode_served) else 0

@@ -20,6 +20,7 @@ from tsbatch.analysis.tune.mar import MarError, read_mar
 from tsbatch.analysis.tune.point import MarPointRunner
 from tsbatch.client.load import LoadSpec
 from tsbatch.paths import DEFAULT_PROPERTIES
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
 from tsbatch.workloads.traffic import traffic_for
 
@@ -41,15 +42,17 @@ def bench_archive(args: argparse.Namespace) -> int:
         print(f"[bench] FAILED: {exc}", file=sys.stderr)
         return 1
     own = info.settings
-    batch_size = args.batch_size or int(own.get("batchSize", 1))
-    delay = args.delay if args.delay is not None else int(own.get("maxBatchDelay", 100))
-    workers = args.workers or int(own.get("maxWorkers", 1))
+    settings = BatchSettings.for_point(
+        args.batch_size or own.batch_size,
+        own.max_batch_delay_ms if args.delay is None else args.delay,
+        args.workers or own.max_workers or 1,
+    )
     load = LoadSpec(concurrency=args.clients, warmup_s=args.warmup, measure_s=args.duration)
     print(f"[bench] {info.model} from {args.mar}: {workload.source}, {load.describe()}")
     work = Path(tempfile.mkdtemp(prefix="bench-archive-"))
     runner = MarPointRunner(info, DEFAULT_PROPERTIES, workload, load, work, work / "logs")
     try:
-        point = runner(batch_size, delay, workers)  # prints its row
+        point = runner(settings)  # prints its row
     finally:
         runner.close()
         shutil.rmtree(work, ignore_errors=True)

@@ -25,21 +25,23 @@ from tsbatch.config.crosscheck import cross_check
 from tsbatch.config.findings import Problem
 from tsbatch.config.properties import (
     ADDRESS_KEYS,
+    PropertiesError,
+    load_models,
+    model_settings,
+    read_properties,
+)
+from tsbatch.config.queue import sized_queues
+from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, TUNE_DIR
+from tsbatch.settings.batch import (
     ARCHIVE_KEYS,
     BATCH_KEYS,
     QUEUE_KEY,
     SHARED_WORKER_KEYS,
-    PropertiesError,
     WorkerKey,
     defaults_for,
-    load_models,
-    model_settings,
     queue_problem,
-    read_properties,
     with_defaults,
 )
-from tsbatch.config.queue import sized_queues
-from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, TUNE_DIR
 
 # Keys TorchServe 0.12's ConfigManager reads (anything else is silently ignored).
 TORCHSERVE_KEYS = {

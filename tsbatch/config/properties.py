@@ -10,31 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchkit.config import ModelConfig
+from tsbatch.settings.batch import BatchSettings, SettingsError, WorkerKey
 
-BATCH_KEYS = ("minWorkers", "maxWorkers", "batchSize", "maxBatchDelay", "responseTimeout")
-# What each archive repeats from its models= entry: TorchServe's batch keys and the
-# toolkit's torchThreads (TorchServe lets the archive win, so the archive must say the same).
-ARCHIVE_KEYS = (*BATCH_KEYS, "torchThreads")
-# What TorchServe 0.12 serves for a key a models= entry leaves out, loading load_models'
-# archives (ModelManager.registerModel; ConfigManager.getDefaultResponseTimeout and
-# getDefaultWorkers): batchSize 1, maxBatchDelay 100 ms, responseTimeout default_response_timeout
-# (120 s when unset), workers default_workers_per_model (when unset: one per GPU, else one per
-# CPU core of the serving machine, so nothing is baked). torchThreads: the handler's default.
-TORCHSERVE_DEFAULTS = {"batchSize": 1, "maxBatchDelay": 100}
-DEFAULT_RESPONSE_TIMEOUT_S = 120
-DEFAULT_TORCH_THREADS: int = ModelConfig.torch_threads
-SERVE_TIME_WORKERS = "no default_workers_per_model: TorchServe starts one per GPU, else one per CPU core of the serving machine"
-# TorchServe 0.12 reads a model's queue size from its archive's model-config.yaml only (in
-# models= it ignores the key): the build bakes the entry's value in, and a model without one
-# queues up to job_queue_size (TorchServe's default when that is unset too).
-QUEUE_KEY = "jobQueueSize"
-DEFAULT_JOB_QUEUE_SIZE = 100
 # TorchServe's three APIs and the keys that hold their addresses.
 ADDRESS_KEYS = {
     "inference": "inference_address",
@@ -43,27 +25,8 @@ ADDRESS_KEYS = {
 }
 
 
-def settings_for(batch_size: int, delay_ms: int, workers: int) -> dict[str, int]:
-    """One model's batch settings as its ``models=`` entry spells them (min = max workers),
-    for the tuner's points and winners and for ``tsbatch apply``."""
-    return {"batchSize": batch_size, "maxBatchDelay": delay_ms, "minWorkers": workers, "maxWorkers": workers}
-
-
-class PropertiesError(ValueError):
+class PropertiesError(SettingsError):
     """config.properties cannot be understood; the message says where and why."""
-
-
-@dataclass(frozen=True)
-class WorkerKey:
-    """An optional key of a model's ``models=`` entry that only some kinds' workers read (the
-    image kind's decode pool), baked into the handler config's ``field`` when set."""
-
-    name: str  # in config.properties, e.g. decodeThreads
-    field: str  # the handler config field, e.g. decode_threads
-    default: Any  # what the worker does when the entry leaves it out
-    problem: Callable[[Any], str | None]  # why a value is wrong, or None
-    part: str  # the part of the worker it sets, for "a text model's worker has no <part>"
-    threads: bool = False  # a thread pool beside torchThreads: counted in the CPU budget
 
 
 @dataclass(frozen=True)
@@ -152,8 +115,9 @@ def load_models(properties: Mapping[str, str]) -> list[str] | None:
     return [name.removesuffix(".mar") for name in names]
 
 
-def model_settings(properties: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """Per-model settings from the ``models=`` JSON: ``{name: {batchSize: ..., ...}}``.
+def model_settings(properties: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Per-model entries of the ``models=`` JSON as the file spells them: ``{name: {batchSize: ..., ...}}``
+    (for the checks of the file and its edits; the settings served are :func:`configured_settings`).
 
     TorchServe keys models by name, then version; we take the default version (or the
     only one) and return its settings, with the toolkit's own keys (``torchThreads``).
@@ -181,113 +145,15 @@ def model_settings(properties: dict[str, str]) -> dict[str, dict[str, Any]]:
     return settings
 
 
-@dataclass(frozen=True)
-class Defaulted:
-    """An ``ARCHIVE_KEYS`` key a models= entry leaves out: the value it takes (None: TorchServe
-    picks it when it starts, and the archive leaves it out too) and where that comes from."""
-
-    key: str
-    value: int | None
-    source: str
-
-    def taken(self) -> str:
-        baked = "not baked" if self.value is None else f"{self.value} baked into the archive"
-        return f"{baked} ({self.source})"
-
-    def describe(self) -> str:
-        return f"{self.key} left out: {self.taken()}"
-
-
-def defaults_for(properties: Mapping[str, str], entry: Mapping[str, Any]) -> list[Defaulted]:
-    """The value TorchServe 0.12 would serve for each ``ARCHIVE_KEYS`` key ``entry`` leaves out."""
-    found = []
-    for key in (key for key in ARCHIVE_KEYS if key not in entry):
-        if key in TORCHSERVE_DEFAULTS:
-            found.append(Defaulted(key, TORCHSERVE_DEFAULTS[key], "TorchServe's default"))
-        elif key == "responseTimeout":
-            text = properties.get("default_response_timeout", "").strip()
-            found.append(
-                Defaulted(key, int(text), "default_response_timeout")
-                if text.isdigit()
-                else Defaulted(
-                    key, DEFAULT_RESPONSE_TIMEOUT_S, "TorchServe's default; no default_response_timeout"
-                )
-            )
-        elif key == "torchThreads":
-            found.append(Defaulted(key, DEFAULT_TORCH_THREADS, "the handler's default"))
-        else:
-            text = properties.get("default_workers_per_model", "").strip()
-            workers = int(text) if text.isdigit() and int(text) > 0 else None
-            found.append(
-                Defaulted(key, workers, "default_workers_per_model" if workers else SERVE_TIME_WORKERS)
-            )
-    return found
-
-
-def with_defaults(properties: Mapping[str, str], entry: Mapping[str, Any]) -> dict[str, Any]:
-    """``entry`` with the value TorchServe would serve for each key it leaves out (where known)."""
-    taken = {d.key: d.value for d in defaults_for(properties, entry) if d.value is not None}
-    return {**entry, **taken}
-
-
-def archive_entry(
+def configured_settings(
     properties: Mapping[str, str], model: str, worker_keys: Sequence[WorkerKey] = ()
-) -> dict[str, Any]:
-    """One model's ``ARCHIVE_KEYS`` from ``models=``, whole numbers, a key left out taking what
-    TorchServe would serve (:func:`defaults_for`), and the ``worker_keys`` of its kind it sets;
-    a PropertiesError names what is wrong."""
-    settings = model_settings(dict(properties))
+) -> BatchSettings:
+    """One model's settings in ``models=`` (:meth:`BatchSettings.configured`: a key left out
+    takes what TorchServe would serve); a SettingsError names what is wrong."""
+    settings = model_settings(properties)
     if model not in settings:
         raise PropertiesError(f"config.properties has no models entry for {model!r}")
-    entry = with_defaults(properties, settings[model])
-    wrong = [
-        key
-        for key in ARCHIVE_KEYS
-        if key in entry and (isinstance(entry[key], bool) or not isinstance(entry[key], int))
-    ]
-    if wrong:
-        raise PropertiesError(f"models.{model}: {wrong} must be whole numbers")
-    for key in worker_keys:
-        problem = key.problem(entry[key.name]) if key.name in entry else None
-        if problem:
-            raise PropertiesError(f"models.{model}.{key.name}: {problem}")
-    problem = queue_problem(entry)
-    if problem:
-        raise PropertiesError(f"models.{model}.{QUEUE_KEY}: {problem}")
-    names = (*ARCHIVE_KEYS, *(k.name for k in worker_keys), QUEUE_KEY)
-    return {key: entry[key] for key in names if key in entry}
-
-
-def whole_number_problem(least: int) -> Callable[[Any], str | None]:
-    """The check of a setting that must be a whole number of at least ``least``."""
-
-    def problem(value: Any) -> str | None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            return f"must be a whole number of at least {least}, got {value!r}"
-        return None
-
-    return problem
-
-
-def queue_problem(entry: Mapping[str, Any]) -> str | None:
-    """What is wrong with a model entry's jobQueueSize, or None (absent: nothing)."""
-    return whole_number_problem(1)(entry[QUEUE_KEY]) if QUEUE_KEY in entry else None
-
-
-def queue_size(properties: Mapping[str, str], entry: Mapping[str, Any]) -> int:
-    """The most requests the model's queue holds: its entry's jobQueueSize, else job_queue_size."""
-    if isinstance(entry.get(QUEUE_KEY), int):
-        return int(entry[QUEUE_KEY])
-    text = properties.get("job_queue_size", "").strip()
-    return int(text) if text.isdigit() else DEFAULT_JOB_QUEUE_SIZE
-
-
-# The deadline budget every kind's worker reads (batchkit.deadlines; 0: off), counted from the
-# arrival stamp a proxy sets; each kind's own keys come after it (Kind.all_worker_keys).
-DEADLINE_BUDGET = WorkerKey(
-    "deadlineBudgetMs", "deadline_budget_ms", 0, whole_number_problem(0), "deadline budget"
-)
-SHARED_WORKER_KEYS = (DEADLINE_BUDGET,)
+    return BatchSettings.configured(properties, model, settings[model], worker_keys)
 
 
 def format_models(document: dict[str, Any]) -> str:

@@ -13,18 +13,20 @@ from typing import Any
 
 from tsbatch.analysis.tune.report import queue_size_for, read_points_csv
 from tsbatch.config.findings import Problem
-from tsbatch.config.properties import QUEUE_KEY, queue_size
+from tsbatch.settings.batch import QUEUE_KEY, BatchSettings, SettingsError
 from tsbatch.sla.profiles import Sla, SlaError, load_profile
 
 
-def measured_throughput(tune_dir: Path, model: str, entry: Mapping[str, Any]) -> float | None:
-    """The req/s the tuner measured at the entry's batch settings (``<tune_dir>/<model>.csv``),
-    None when it measured no such point."""
+def measured_throughput(tune_dir: Path, model: str, settings: BatchSettings) -> float | None:
+    """The req/s the tuner measured at these batch settings (``<tune_dir>/<model>.csv``; the
+    tuner's workers are min = max), None when it measured no such point."""
     path = tune_dir / f"{model}.csv"
     if not path.is_file():
         return None
-    key = (entry.get("batchSize"), entry.get("maxBatchDelay"), entry.get("maxWorkers"))
-    measured = [p for p in read_points_csv(path) if p.key == key and not p.failure and p.throughput_rps > 0]
+    key = (settings.batch_size, settings.max_batch_delay_ms, settings.max_workers)
+    measured = [
+        p for p in read_points_csv(path) if p.settings.key == key and not p.failure and p.throughput_rps > 0
+    ]
     return measured[-1].throughput_rps if measured else None
 
 
@@ -38,14 +40,18 @@ def queue_problems(
     with the size that fits; silent where the SLA or the measured throughput is unknown."""
     problems = []
     for model, entry in settings.items():
-        throughput = measured_throughput(tune_dir, model, entry)
+        try:
+            served = BatchSettings.configured(properties, model, entry)
+        except SettingsError:  # the check of the models= entry says what is wrong
+            continue
+        throughput = measured_throughput(tune_dir, model, served)
         if model not in slas or throughput is None:
             continue
-        sla, size = slas[model], queue_size(properties, entry)
+        sla, size = slas[model], served.queue_size(properties)
         drain_ms = 1000 * size / throughput
         if drain_ms <= sla.p99_ms:
             continue
-        fits = queue_size_for(throughput, sla.p99_ms, int(entry.get("batchSize", 1)))
+        fits = queue_size_for(throughput, sla.p99_ms, served.batch_size)
         where = f"models.{model}.{QUEUE_KEY}" if QUEUE_KEY in entry else "job_queue_size"
         problems.append(
             Problem(

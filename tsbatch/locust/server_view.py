@@ -18,8 +18,9 @@ import requests
 from tsbatch.client.auth import TokenError
 from tsbatch.client.metrics import counters_by_model
 from tsbatch.client.torchserve import CallFailed, FixedKeys, TorchServeClient
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.gate import Window
-from tsbatch.sla.server import SERVER_COUNTERS, BatchSettings, ServerFigures, ServerSnapshot, window_figures
+from tsbatch.sla.server import SERVER_COUNTERS, ServerFigures, ServerSnapshot, window_figures
 
 SCRAPE_TIMEOUT_S = 3.0
 
@@ -76,7 +77,7 @@ class ServerView:
         """Refresh the model's batch settings; its workers' pids (``None`` when unreadable)."""
         try:
             entry = self.client.describe(model)
-            self.settings[model] = BatchSettings.from_description(entry)
+            self.settings[model] = BatchSettings.described(entry)
             pids = frozenset(int(worker["pid"]) for worker in entry.get("workers", []) if worker.get("pid"))
         except (
             requests.RequestException,

@@ -33,7 +33,6 @@ from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.apply_api import POLL_S, ApplyError, Management, pending, ready_workers
 from tsbatch.server.apply_lock import ApplyLocked, apply_lock, holder_text
 from tsbatch.server.apply_plan import (
-    LiveSettings,
     Plan,
     Step,
     is_staged,
@@ -44,6 +43,7 @@ from tsbatch.server.apply_plan import (
 )
 from tsbatch.server.process import TorchServe
 from tsbatch.server.worker_batches import BatchLog
+from tsbatch.settings.batch import DEFAULT_RESPONSE_TIMEOUT_S, TUNED_KEYS, BatchSettings
 from tsbatch.workloads.payloads import Payload
 from tsbatch.workloads.traffic import traffic_for
 
@@ -80,7 +80,7 @@ def stage_archive(server: TorchServe, manifest: Manifest, plan: Plan) -> str:
     with tempfile.TemporaryDirectory(prefix=f"apply-{plan.model}-") as work:
         properties = Path(work) / "config.properties"
         shutil.copy(server.properties_path, properties)  # the running server's other settings
-        update_model_settings(properties, plan.model, plan.target.properties())
+        update_model_settings(properties, plan.model, plan.target.entry(TUNED_KEYS))
         staging = Manifest(
             models=manifest.models, build_dir=manifest.build_dir, model_store=Path(work) / "store"
         )
@@ -109,8 +109,8 @@ def drain(api: Management, batches: BatchLog, model: str, version: str, log: Cal
     its workers' last batch answered, as the frontend's log shows. A worker the log does not
     show (INFO hidden, or rotated away) is waited for up to the model's responseTimeout, after
     which TorchServe itself fails any batch still running."""
-    entry = api.describe(model, version)
-    window = int(entry.get("maxBatchDelay", 0)) / 1000 + POLL_S
+    described = BatchSettings.described(api.describe(model, version))
+    window = described.max_batch_delay_ms / 1000 + POLL_S
     deadline = time.monotonic() + api.timeout_s
     quiet_since: float | None = None
     warned = False
@@ -127,10 +127,10 @@ def drain(api: Management, batches: BatchLog, model: str, version: str, log: Cal
             if unseen and not warned:
                 log(f"[apply]   {batches.path} shows no batch of worker(s) {unseen} of {model} {version} "
                     f"(INFO lines of org.pytorch.serve.wlm.WorkerThread hidden or rotated): waiting the "
-                    f"responseTimeout ({entry.get('responseTimeout')} s) instead")  # fmt: skip
+                    f"responseTimeout ({described.response_timeout_s} s) instead")  # fmt: skip
                 warned = True
             if set(computing) <= set(unseen) and now - quiet_since >= float(
-                entry.get("responseTimeout", 120)
+                described.response_timeout_s or DEFAULT_RESPONSE_TIMEOUT_S
             ):
                 return
         if now > deadline:
@@ -179,7 +179,7 @@ def clear_leftovers(api: Management, server: TorchServe, model: str, log: Callab
 def record_served(api: Management, model: str, path: Path, log: Callable[[str], None]) -> None:
     """Write what the server serves now into ``path`` (comments kept), so the next restart
     serves the same; nothing is written when the file already says so."""
-    served = LiveSettings.described(api.describe(model)).properties()
+    served = BatchSettings.described(api.describe(model)).entry(TUNED_KEYS)
     written = model_settings(read_properties(path)).get(model, {}) if path.exists() else {}
     if any(written.get(key) != value for key, value in served.items()):
         update_model_settings(path, model, served)
@@ -189,7 +189,7 @@ def record_served(api: Management, model: str, path: Path, log: Callable[[str], 
 def apply_settings(
     server: TorchServe,
     model: str,
-    settings: LiveSettings,
+    settings: BatchSettings,
     *,
     manifest: Manifest | None = None,
     probe: Payload | None = None,
@@ -229,13 +229,13 @@ def run_plan(
     api: Management,
     server: TorchServe,
     model: str,
-    settings: LiveSettings,
+    settings: BatchSettings,
     manifest: Manifest | None,
     probe: Payload | None,
     log: Callable[[str], None],
 ) -> ApplyReport:
     entry = api.describe(model)
-    plan = plan_change(model, entry["modelVersion"], LiveSettings.described(entry), settings)
+    plan = plan_change(model, entry["modelVersion"], BatchSettings.described(entry), settings)
     for line in plan.lines():
         log(f"[apply] {line}")
     report = ApplyReport(plan)
@@ -294,11 +294,12 @@ def unregister(api: Management, server: TorchServe, model: str, version: str, ar
         remove_staged(server.model_store / archive)
 
 
-def verify(api: Management, model: str, version: str, settings: LiveSettings) -> None:
+def verify(api: Management, model: str, version: str, settings: BatchSettings) -> None:
     entry = api.describe(model)
-    if entry["modelVersion"] != version or LiveSettings.described(entry) != settings:
+    served = BatchSettings.described(entry)
+    if entry["modelVersion"] != version or served.key != settings.key:
         raise ApplyError(
-            f"the default is {entry['modelVersion']} with {LiveSettings.described(entry).label()}, "
+            f"the default is {entry['modelVersion']} with {served.label()}, "
             f"not {version} with {settings.label()}"
         )
 
@@ -352,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
               "`tsbatch serve` or name its run directory with --run-dir", file=sys.stderr)  # fmt: skip
         return 1
     try:
-        current = LiveSettings.described(Management(server, args.timeout).describe(args.model))
+        current = BatchSettings.described(Management(server, args.timeout).describe(args.model))
         target = current.changed(args.batch_size, args.max_batch_delay, args.workers)
         report = apply_settings(
             server,

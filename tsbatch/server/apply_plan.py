@@ -11,57 +11,14 @@ after its queued and in-flight requests are answered.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any
 
-from tsbatch.config.properties import settings_for
+from tsbatch.settings.batch import BatchSettings
 
 # The suffix a staged version carries: ``1.0`` -> ``1.0.b16d20w1``; a later apply replaces it
 # (``r2`` when the result would be the version served now: a scale in place came between).
 STAGED_SUFFIX = re.compile(r"\.b\d+d\d+w\d+(?:r2)?$")
-
-
-@dataclass(frozen=True)
-class LiveSettings:
-    """The settings ``tsbatch apply`` changes: one worker count (min = max, as the toolkit ships)."""
-
-    batch_size: int
-    max_batch_delay: int
-    workers: int
-
-    @classmethod
-    def described(cls, entry: Mapping[str, Any]) -> LiveSettings:
-        """The settings in one entry of TorchServe's describe answer."""
-        return cls(int(entry["batchSize"]), int(entry["maxBatchDelay"]), int(entry["minWorkers"]))
-
-    def changed(
-        self, batch_size: int | None = None, max_batch_delay: int | None = None, workers: int | None = None
-    ) -> LiveSettings:
-        """These settings with the given ones replaced (None keeps a setting)."""
-        return LiveSettings(
-            self.batch_size if batch_size is None else batch_size,
-            self.max_batch_delay if max_batch_delay is None else max_batch_delay,
-            self.workers if workers is None else workers,
-        )
-
-    def problem(self) -> str | None:
-        """Why TorchServe could not serve these settings, or None."""
-        if self.batch_size < 1:
-            return f"batchSize must be at least 1, got {self.batch_size}"
-        if self.max_batch_delay < 0:
-            return f"maxBatchDelay must be 0 ms or more, got {self.max_batch_delay}"
-        if self.workers < 1:
-            return f"workers must be at least 1 (0 would stop serving), got {self.workers}"
-        return None
-
-    def properties(self) -> dict[str, int]:
-        """As a ``models=`` entry of config.properties spells them."""
-        return settings_for(self.batch_size, self.max_batch_delay, self.workers)
-
-    def label(self) -> str:
-        return f"batchSize={self.batch_size}, maxBatchDelay={self.max_batch_delay} ms, workers={self.workers}"
 
 
 class Step(Enum):
@@ -97,8 +54,8 @@ class Plan:
 
     model: str
     old_version: str
-    current: LiveSettings
-    target: LiveSettings
+    current: BatchSettings
+    target: BatchSettings
     steps: tuple[Step, ...]
     new_version: str | None  # None: the old version stays (a scale in place, or nothing)
     reason: str
@@ -109,10 +66,10 @@ class Plan:
         return [head, *(f"  {n}. {step.value}" for n, step in enumerate(self.steps, 1))]
 
 
-def staged_version(old_version: str, target: LiveSettings) -> str:
+def staged_version(old_version: str, target: BatchSettings) -> str:
     """The new version's string: the old one without an earlier apply's suffix, then the settings."""
     base = STAGED_SUFFIX.sub("", old_version)
-    version = f"{base}.b{target.batch_size}d{target.max_batch_delay}w{target.workers}"
+    version = f"{base}.b{target.batch_size}d{target.max_batch_delay_ms}w{target.workers}"
     return version if version != old_version else f"{version}r2"
 
 
@@ -130,19 +87,20 @@ def is_staged(model: str, version: str, archive: str) -> bool:
     return is_staged_version(version) and archive in (name, f"{name}.mar")
 
 
-def plan_change(model: str, old_version: str, current: LiveSettings, target: LiveSettings) -> Plan:
+def plan_change(model: str, old_version: str, current: BatchSettings, target: BatchSettings) -> Plan:
     """Which steps change ``current`` into ``target`` without failing a request."""
     problem = target.problem()
     if problem:
         raise ValueError(f"{model}: {problem}")
     plan = Plan(model, old_version, current, target, (), None, "already served")
-    if target == current:
+    if target.key == current.key:
         return plan
-    if replace(target, workers=current.workers) == current and target.workers > current.workers:
+    same_batching = target.changed(workers=current.workers).key == current.key
+    if same_batching and (target.workers or 0) > (current.workers or 0):
         return replace(plan, steps=IN_PLACE, reason="more workers only: TorchServe scales in place")
     reason = (
         "fewer workers: a scale-down can fail the batch a removed worker is computing"
-        if replace(target, workers=current.workers) == current
+        if same_batching
         else "TorchServe cannot change batchSize or maxBatchDelay of a registered version"
     )
     new_version = staged_version(old_version, target)

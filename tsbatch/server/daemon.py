@@ -26,6 +26,7 @@ from tsbatch.server.process import (
     stop_process_group,
 )
 from tsbatch.server.served import serving_summary
+from tsbatch.settings.batch import BatchSettings
 
 
 def is_running(run_dir: Path) -> bool:
@@ -104,15 +105,15 @@ def example_commands(inference_url: str, key_file: Path, models: list[str], mani
 
 
 def print_endpoints(server: TorchServe, models: list[str], run_dir: Path, manifest: Manifest) -> None:
-    settings = model_settings(server.properties)
+    entries = model_settings(server.properties)
     print(f"\nTorchServe is running (logs: {run_dir}/logs).")
     for kind in ADDRESS_KEYS:
         print(f"  {kind:<10} {server.url(kind)}")
     for model in models:
-        entry = settings.get(model, {})
+        settings = BatchSettings.configured(server.properties, model, entries.get(model, {}))
         print(
             f"  model {model}: POST {server.url('inference')}/predictions/{model} "
-            f"(batchSize={entry.get('batchSize')}, maxBatchDelay={entry.get('maxBatchDelay')} ms)"
+            f"(batchSize={settings.batch_size}, maxBatchDelay={settings.max_batch_delay_ms} ms)"
         )
     print("\nWhat the workers serve (their own decision):")
     for line in serving_summary(server, models):

@@ -16,6 +16,7 @@ from itertools import pairwise
 from typing import Any
 
 from tsbatch.client.metrics import counter_rise
+from tsbatch.settings.batch import BatchSettings
 
 STAGES = ("preprocess", "inference", "postprocess")
 SERVER_COUNTERS = (
@@ -37,25 +38,6 @@ SERVER_TARGETS = {
     "max_queue_ms": "queue_ms",
     "max_worker_restarts": "worker_restarts",
 }
-
-
-@dataclass(frozen=True)
-class BatchSettings:
-    """A model's batching as the running server has it (management API), not as a file says."""
-
-    batch_size: int
-    max_batch_delay_ms: int
-    min_workers: int
-    max_workers: int
-
-    @classmethod
-    def from_description(cls, entry: Mapping[str, Any]) -> BatchSettings:
-        return cls(
-            int(entry["batchSize"]),
-            int(entry["maxBatchDelay"]),
-            int(entry["minWorkers"]),
-            int(entry["maxWorkers"]),
-        )
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from tsbatch.analysis.selection import (
     sla_violations,
     stop_growing_batch,
 )
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.profiles import Sla
 
 SLA = Sla(
@@ -29,7 +30,8 @@ SIZES = [1, 2, 4, 8, 16, 32, 64]
 
 def point(batch: int, rps: float, p99: float, delay: int = 5, workers: int = 1, **extra: object) -> TunePoint:
     values = {"p50_ms": p99 / 3, "p95_ms": p99 / 1.5, "requests": 500, **extra}
-    return TunePoint("m", batch, delay, workers, throughput_rps=rps, p99_ms=p99, **values)  # type: ignore[arg-type]
+    settings = BatchSettings.for_point(batch, delay, workers)
+    return TunePoint("m", settings, throughput_rps=rps, p99_ms=p99, **values)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- knee

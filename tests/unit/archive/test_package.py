@@ -30,7 +30,7 @@ def test_the_queue_size_and_deadline_budget_travel_in_the_model_config(tmp_path:
     settings = archive_settings(DEFAULT_PROPERTIES, "resnet18")
     plain = model_config(spec, settings)
     assert "jobQueueSize" not in plain and plain["handler"]["deadline_budget_ms"] == 0
-    serving = model_config(spec, {**settings, "jobQueueSize": 12, "deadlineBudgetMs": 500})
+    serving = model_config(spec, replace(settings, job_queue_size=12).with_worker(deadlineBudgetMs=500))
     assert serving["jobQueueSize"] == 12 and serving["handler"]["deadline_budget_ms"] == 500
 
 

@@ -96,69 +96,13 @@ def test_model_settings_edits_and_reads_the_default_version() -> None:
     assert '"0.9": {\\\n' in edited and '"batchSize": 1' in edited  # the other version untouched
 
 
-def test_an_archive_entry_needs_every_baked_key_as_check_config_says() -> None:
+def test_a_model_s_configured_settings_come_from_its_entry() -> None:
     import json
 
-    from tsbatch.config.properties import SHARED_WORKER_KEYS, PropertiesError, archive_entry
-    from tsbatch.kinds.image.kind import DECODE_KEYS
+    from tsbatch.config.properties import configured_settings
 
-    def models(entry: dict[str, int]) -> dict[str, str]:
-        return {"models": json.dumps({"m": {"1.0": entry}})}
-
-    full = {"minWorkers": 1, "maxWorkers": 1, "batchSize": 8, "maxBatchDelay": 5, "responseTimeout": 60}
-    values = models({**full, "torchThreads": 2})
-    assert archive_entry(values, "m")["torchThreads"] == 2
-    assert archive_entry(models(full), "m")["torchThreads"] == 1  # the handler's default
-    with pytest.raises(PropertiesError, match=r"\['batchSize'\] must be whole numbers"):
-        archive_entry(models({**full, "batchSize": "8"}), "m")
+    values = {"models": json.dumps({"m": {"1.0": {"batchSize": 8, "torchThreads": 2}}})}
+    assert configured_settings(values, "m").key == (8, 100, None)
+    assert configured_settings(values, "m").torch_threads == 2
     with pytest.raises(PropertiesError, match="no models entry for 'x'"):
-        archive_entry(values, "x")
-    decoding = models({**full, "torchThreads": 1, "decodeThreads": 2, "decodePath": "tensor"})
-    assert archive_entry(decoding, "m", DECODE_KEYS) == {
-        **full,
-        "torchThreads": 1,
-        "decodeThreads": 2,
-        "decodePath": "tensor",
-    }
-    assert "decodeThreads" not in archive_entry(values, "m", DECODE_KEYS)
-    assert "decodeThreads" not in archive_entry(decoding, "m")  # a kind without the key
-    with pytest.raises(PropertiesError, match="decodePath: must be one of auto, pil, tensor"):
-        archive_entry(models({**full, "torchThreads": 1, "decodePath": "fast"}), "m", DECODE_KEYS)
-    serving = models({**full, "torchThreads": 1, "jobQueueSize": 12, "deadlineBudgetMs": 500})
-    assert archive_entry(serving, "m", SHARED_WORKER_KEYS) == {
-        **full,
-        "torchThreads": 1,
-        "jobQueueSize": 12,
-        "deadlineBudgetMs": 500,
-    }
-    with pytest.raises(PropertiesError, match="jobQueueSize: must be a whole number of at least 1"):
-        archive_entry(models({**full, "torchThreads": 1, "jobQueueSize": 0}), "m")
-    with pytest.raises(PropertiesError, match="deadlineBudgetMs: must be a whole number of at least 0"):
-        archive_entry(models({**full, "torchThreads": 1, "deadlineBudgetMs": -1}), "m", SHARED_WORKER_KEYS)
-
-
-def test_a_model_s_queue_is_its_own_size_else_the_server_s_else_torchserve_s_default() -> None:
-    from tsbatch.config.properties import DEFAULT_JOB_QUEUE_SIZE, queue_size
-
-    assert queue_size({"job_queue_size": "64"}, {"jobQueueSize": 12}) == 12
-    assert queue_size({"job_queue_size": "64"}, {}) == 64
-    assert queue_size({}, {}) == DEFAULT_JOB_QUEUE_SIZE == 100
-
-
-def test_a_key_left_out_takes_what_torchserve_0_12_would_serve() -> None:
-    import json
-
-    from tsbatch.config.properties import SERVE_TIME_WORKERS, archive_entry, defaults_for
-
-    bare = {"models": json.dumps({"m": {"1.0": {"marName": "m.mar"}}})}
-    assert archive_entry(bare, "m") == {"batchSize": 1, "maxBatchDelay": 100, "responseTimeout": 120, "torchThreads": 1}  # fmt: skip
-    said = {d.key: d.describe() for d in defaults_for(bare, {})}
-    assert said["responseTimeout"] == "responseTimeout left out: 120 baked into the archive (TorchServe's default; no default_response_timeout)"  # fmt: skip
-    assert said["minWorkers"] == f"minWorkers left out: not baked ({SERVE_TIME_WORKERS})"
-    server_wide = {**bare, "default_response_timeout": "30", "default_workers_per_model": "2"}
-    assert archive_entry(server_wide, "m") == {
-        "minWorkers": 2, "maxWorkers": 2, "batchSize": 1, "maxBatchDelay": 100, "responseTimeout": 30, "torchThreads": 1,
-    }  # fmt: skip
-    assert [d.source for d in defaults_for(server_wide, {})][:2] == ["default_workers_per_model"] * 2
-    # A key set is never defaulted, whatever the server-wide values.
-    assert archive_entry({**server_wide, "models": json.dumps({"m": {"1.0": {"responseTimeout": 9}}})}, "m")["responseTimeout"] == 9  # fmt: skip
+        configured_settings(values, "x")

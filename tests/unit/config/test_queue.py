@@ -13,6 +13,7 @@ from tsbatch.analysis.tune.report import queue_size_for, write_points_csv
 from tsbatch.config.check import check
 from tsbatch.config.properties import update_model_settings
 from tsbatch.config.queue import measured_throughput, queue_problems
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.profiles import Sla, load_sla
 
 SLA = Sla("resnet18", "cpu", 150, 500, 1000, 0.01, 10)
@@ -21,8 +22,21 @@ ENTRY = {"batchSize": 8, "maxBatchDelay": 10, "maxWorkers": 1}
 
 def tune_reports(tmp_path: Path, throughput_rps: float, batch_size: int = 8) -> Path:
     points = [
-        TunePoint("resnet18", batch_size, 10, 1, throughput_rps, 50, 200, 400, 0.0, 4.0, 500, 10),
-        TunePoint("resnet18", 1, 0, 1, throughput_rps / 2, 50, 200, 400, 0.0, 1.0, 250, 10),
+        TunePoint(
+            "resnet18",
+            BatchSettings.for_point(batch_size, 10, 1),
+            throughput_rps,
+            50,
+            200,
+            400,
+            0.0,
+            4.0,
+            500,
+            10,
+        ),
+        TunePoint(
+            "resnet18", BatchSettings.for_point(1, 0, 1), throughput_rps / 2, 50, 200, 400, 0.0, 1.0, 250, 10
+        ),
     ]
     out = tmp_path / "tune"
     write_points_csv(select_configuration(points, SLA), out / "resnet18.csv")
@@ -37,9 +51,10 @@ def test_the_size_that_fits_drains_within_the_target_and_holds_a_batch() -> None
 
 def test_the_throughput_is_the_tuner_s_at_the_model_s_own_settings(tmp_path: Path) -> None:
     reports = tune_reports(tmp_path, 40.0)
-    assert measured_throughput(reports, "resnet18", ENTRY) == 40.0
-    assert measured_throughput(reports, "resnet18", {**ENTRY, "batchSize": 4}) is None, "not measured"
-    assert measured_throughput(tmp_path / "none", "resnet18", ENTRY) is None
+    settings = BatchSettings.configured({}, "resnet18", ENTRY)
+    assert measured_throughput(reports, "resnet18", settings) == 40.0
+    assert measured_throughput(reports, "resnet18", settings.changed(batch_size=4)) is None, "not measured"
+    assert measured_throughput(tmp_path / "none", "resnet18", settings) is None
 
 
 def test_a_queue_longer_than_the_target_is_a_finding_naming_the_size_that_fits(tmp_path: Path) -> None:

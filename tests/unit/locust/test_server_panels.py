@@ -7,9 +7,10 @@ from tsbatch.locust.recorder import SampleRecorder
 from tsbatch.locust.server_panels import console_lines, latency_points, model_charts, server_rows
 from tsbatch.locust.server_view import ServerEndpoints, ServerView
 from tsbatch.locust.state import LoadTestState
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.gate import Sample, Window
 from tsbatch.sla.profiles import Sla
-from tsbatch.sla.server import BatchSettings, ServerSnapshot
+from tsbatch.sla.server import ServerSnapshot
 
 SLA = Sla("resnet18", "test", p50_ms=20, p95_ms=40, p99_ms=60, max_error_rate=0.02, min_throughput_rps=5)
 

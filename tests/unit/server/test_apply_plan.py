@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tsbatch.config.properties import model_settings, read_properties, update_model_settings
-from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.apply_plan import (
     IN_PLACE,
     STAGED,
-    LiveSettings,
     Step,
     is_staged,
     plan_change,
     staged_archive,
     staged_version,
 )
+from tsbatch.settings.batch import BatchSettings
 
-SERVED = LiveSettings(batch_size=8, max_batch_delay=10, workers=1)
+SERVED = BatchSettings.for_point(8, 10, 1)
 
 
 def test_the_settings_served_need_no_step() -> None:
@@ -36,11 +32,11 @@ def test_more_workers_alone_scale_in_place() -> None:
     "target",
     [
         SERVED.changed(batch_size=16),
-        SERVED.changed(max_batch_delay=20),
+        SERVED.changed(max_batch_delay_ms=20),
         SERVED.changed(batch_size=4, workers=2),
     ],
 )
-def test_a_batch_change_stages_a_new_version(target: LiveSettings) -> None:
+def test_a_batch_change_stages_a_new_version(target: BatchSettings) -> None:
     plan = plan_change("resnet18", "1.0", SERVED, target)
     assert plan.steps == STAGED
     assert plan.new_version == staged_version("1.0", target)
@@ -62,7 +58,7 @@ def test_the_old_version_goes_only_after_the_switch_and_the_drain() -> None:
 def test_settings_torchserve_cannot_serve_are_refused() -> None:
     for target in (
         SERVED.changed(batch_size=0),
-        SERVED.changed(max_batch_delay=-1),
+        SERVED.changed(max_batch_delay_ms=-1),
         SERVED.changed(workers=0),
     ):
         with pytest.raises(ValueError, match="resnet18"):
@@ -70,7 +66,7 @@ def test_settings_torchserve_cannot_serve_are_refused() -> None:
 
 
 def test_a_staged_version_names_its_settings_and_replaces_an_earlier_suffix() -> None:
-    target = LiveSettings(16, 20, 1)
+    target = BatchSettings.for_point(16, 20, 1)
     assert staged_version("1.0", target) == "1.0.b16d20w1"
     assert staged_version("1.0.b8d10w1", target) == "1.0.b16d20w1"
     assert staged_version("2.3.b8d10w1r2", target) == "2.3.b16d20w1"
@@ -78,7 +74,9 @@ def test_a_staged_version_names_its_settings_and_replaces_an_earlier_suffix() ->
 
 def test_a_staged_version_never_repeats_the_one_served() -> None:
     """1.0.b8d10w1 scaled in place to 2 workers, then back to 1: a version TorchServe has not seen."""
-    plan = plan_change("m", "1.0.b8d10w1", LiveSettings(8, 10, 2), LiveSettings(8, 10, 1))
+    plan = plan_change(
+        "m", "1.0.b8d10w1", BatchSettings.for_point(8, 10, 2), BatchSettings.for_point(8, 10, 1)
+    )
     assert plan.new_version == "1.0.b8d10w1r2"
 
 
@@ -87,27 +85,6 @@ def test_only_an_archive_apply_staged_counts_as_staged() -> None:
     assert not is_staged("resnet18", "1.0", "resnet18.mar")
     assert not is_staged("resnet18", "1.0.b4d25w1", "resnet18.mar")
     assert is_staged("resnet18", "1.0.b4d25w1", "resnet18-1.0.b4d25w1.mar"), "what earlier releases staged"
-
-
-def test_described_settings_read_torchserves_answer() -> None:
-    entry = {"modelVersion": "1.0", "batchSize": 8, "maxBatchDelay": 10, "minWorkers": 1, "maxWorkers": 1}
-    assert LiveSettings.described(entry) == SERVED
-
-
-def test_the_new_settings_land_in_config_properties_with_comments_kept(tmp_path: Path) -> None:
-    properties = tmp_path / "config.properties"
-    properties.write_text(DEFAULT_PROPERTIES.read_text())
-    update_model_settings(properties, "resnet18", LiveSettings(16, 20, 2).properties())
-    entry = model_settings(read_properties(properties))["resnet18"]
-    assert (entry["batchSize"], entry["maxBatchDelay"], entry["minWorkers"], entry["maxWorkers"]) == (
-        16,
-        20,
-        2,
-        2,
-    )
-    assert entry["torchThreads"] == 1, "the other settings stay"
-    comments = [line for line in DEFAULT_PROPERTIES.read_text().splitlines() if line.startswith("#")]
-    assert comments == [line for line in properties.read_text().splitlines() if line.startswith("#")]
 
 
 def test_leftovers_of_a_stopped_apply_are_removed_and_foreign_versions_refused() -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.diagnosis import diagnose
-from tsbatch.sla.server import BatchSettings, ServerFigures
+from tsbatch.sla.server import ServerFigures
 
 SETTINGS = BatchSettings(batch_size=8, max_batch_delay_ms=10, min_workers=1, max_workers=1)
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla import gate
 from tsbatch.sla.profiles import SlaError, load_profile, option_targets, with_targets
-from tsbatch.sla.server import BatchSettings, ServerFigures
+from tsbatch.sla.server import ServerFigures
 
 CLIENT = {"p50_ms": 50, "p95_ms": 80, "p99_ms": 100, "max_error_rate": 0.01, "min_throughput_rps": 1}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.server import (
-    BatchSettings,
     ServerSnapshot,
     figures_between,
     timeline,
@@ -88,8 +88,3 @@ def test_the_window_uses_the_first_and_last_scrape_inside_it() -> None:
 def test_timeline_has_one_point_per_interval() -> None:
     points = timeline("resnet18", [snapshot(0, 0, 0), snapshot(2, 10, 20), snapshot(4, 10, 20)])
     assert [p.mean_batch_size for p in points] == [2.0, None]
-
-
-def test_settings_come_from_the_management_description() -> None:
-    entry = {"batchSize": 8, "maxBatchDelay": 10, "minWorkers": 1, "maxWorkers": 2, "workers": []}
-    assert BatchSettings.from_description(entry) == BatchSettings(8, 10, 1, 2)

@@ -53,12 +53,12 @@ def default_targets() -> list[str]:
 
 def default_threads(target: str) -> int:
     """The worker's torchThreads from config.properties, so in-process numbers compare with served ones."""
-    from tsbatch.config.properties import archive_entry, model_settings, read_properties
+    from tsbatch.config.properties import configured_settings, model_settings, read_properties
 
     properties = read_properties(DEFAULT_PROPERTIES)
     if target not in model_settings(properties):
         return 1  # a stand-in target (no archive): one thread, as a worker's default here
-    return archive_entry(properties, target)["torchThreads"]
+    return configured_settings(properties, target).torch_threads or 1
 
 
 def in_process_target(mar: Path) -> str:

@@ -42,7 +42,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from batchkit.candidates import ServingCandidate
 from batchkit.pool import AUTO
@@ -64,11 +63,11 @@ from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.variants import default_variant, variant_spec
 from tsbatch.client.load import LoadSpec
-from tsbatch.config.properties import archive_entry, model_settings, read_properties
+from tsbatch.config.properties import configured_settings, model_settings, read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, REPO_ROOT, TUNE_DIR
 from tsbatch.server.apply import ApplyError, apply_settings
-from tsbatch.server.apply_plan import LiveSettings
 from tsbatch.server.process import TorchServe
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.profiles import Sla, add_target_options, option_targets, slas_for
 from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
 from tsbatch.workloads.traffic import Traffic, traffic_for
@@ -81,8 +80,8 @@ def display_path(path: Path) -> str:
 
 def default_workers(properties: Path, model: str) -> list[int]:
     """1 up to the worker count that fills the CPUs at the configured torchThreads (max 4)."""
-    threads = archive_entry(read_properties(properties), model)["torchThreads"]
-    most = max(1, min(4, (os.cpu_count() or 1) // max(1, threads)))
+    threads = configured_settings(read_properties(properties), model).torch_threads or 1
+    most = max(1, min(4, (os.cpu_count() or 1) // threads))
     return sorted({1, most})
 
 
@@ -154,7 +153,7 @@ class TuningRun:
     names: list[str]
     slas: dict[str, Sla]
     workloads: dict[str, Traffic]
-    current: dict[str, dict[str, Any]]
+    current: dict[str, BatchSettings]
     manifest: Manifest | None = None  # manifest models
     mar: MarInfo | None = None  # or one archive (--mar)
 
@@ -174,7 +173,14 @@ def tuning_run(args: argparse.Namespace) -> TuningRun:
         names = args.model or list(manifest.models)
         for name in names:
             manifest.model(name)
-        current = model_settings(read_properties(args.properties))
+        properties = read_properties(args.properties)
+        entries = model_settings(properties)
+        current = {
+            name: BatchSettings.configured(
+                properties, name, entries.get(name, {}), manifest.model(name).kind.all_worker_keys
+            )
+            for name in names
+        }
     requests = parse_requests_specs(args.requests, names[0] if len(names) == 1 else None, names)
     slas = slas_for(names, args.profile, args.sla_file or DEFAULT_SLA_FILE, targets)
     workloads = {
@@ -201,7 +207,7 @@ def point_runner(
     runner = ManifestPointRunner(spec, run.manifest, *common)
     pool = next((key for key in spec.kind.all_worker_keys if key.name == DECODE_THREADS), None)
     if pool is not None:
-        runner.packaged_decode_threads = run.current.get(name, {}).get(DECODE_THREADS, pool.default)
+        runner.packaged_decode_threads = run.current[name].worker_key(DECODE_THREADS, pool.default)
     return runner, variant.label
 
 
@@ -229,9 +235,8 @@ def apply_live(reports: list[ModelReport], run_dir: Path, properties: Path) -> i
         point = report.selection.winner
         if point is None:
             continue
-        settings = LiveSettings(point.batch_size, point.max_batch_delay_ms, point.workers)
         try:
-            apply_settings(server, report.model, settings, update_properties=properties)
+            apply_settings(server, report.model, point.settings, update_properties=properties)
         except (ApplyError, ValueError) as exc:
             print(f"[tune] FAILED to apply {report.model} live: {exc}", file=sys.stderr)
             return 1
@@ -306,9 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             finally:
                 runner.close()  # no server outlives its model's search
-            report = report_model(
-                name, outcome.points, sla, args.out, outcome.pruned, run.current.get(name, {})
-            )
+            report = report_model(name, outcome.points, sla, args.out, outcome.pruned, run.current[name])
             reports.append(report)
         meta = {
             "load": load.describe(),

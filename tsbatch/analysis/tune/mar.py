@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from batchkit.pool import decode_threads_problem
+from tsbatch.settings.batch import BATCH_KEYS, BatchSettings
 
 MANIFEST_ENTRY = "MAR-INF/MANIFEST.json"
 DEFAULT_CONFIG_FILE = "model-config.yaml"
@@ -41,10 +42,14 @@ class MarInfo:
     toolkit_built: bool
 
     @property
-    def settings(self) -> dict[str, Any]:
+    def entry(self) -> dict[str, Any]:
         """Its batch settings as a ``models=`` entry spells them (only those it sets)."""
-        keys = ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers", "responseTimeout")
-        return {key: self.config[key] for key in keys if key in self.config}
+        return {key: self.config[key] for key in BATCH_KEYS if key in self.config}
+
+    @property
+    def settings(self) -> BatchSettings:
+        """Its batch settings, a key it leaves out taking what TorchServe would serve."""
+        return BatchSettings.configured({}, self.model, self.entry)
 
     @property
     def decode_threads(self) -> int | str | None:

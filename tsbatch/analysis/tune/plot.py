@@ -25,7 +25,7 @@ def plot_tune(selection: Selection, path: Path, title: str) -> Path:
     for verdict in sorted(measured, key=lambda v: (v.point.p99_ms, v.point.throughput_rps)):
         point = verdict.point
         colour = PASS_COLOUR if verdict.meets_sla else FAIL_COLOUR
-        marker = "o" if point.batch_size > 1 else "s"
+        marker = "o" if point.settings.batch_size > 1 else "s"
         axis.scatter([point.p99_ms], [point.throughput_rps], color=colour, marker=marker, s=45, zorder=3)
         # a label whose point sits close to an already labelled one goes below it instead
         crowded = any(

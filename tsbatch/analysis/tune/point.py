@@ -30,8 +30,8 @@ from tsbatch.archive.manifest import Manifest, ModelSpec
 from tsbatch.archive.package import private_store
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.metrics import mean_formed_batch
-from tsbatch.config.properties import settings_for
 from tsbatch.server.process import TorchServe, WorkerLoadError, start_instance
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.workloads.traffic import Traffic
 
 
@@ -56,11 +56,10 @@ class EveryPointFails(RuntimeError):
 
 def check_served(server: TorchServe, point: TunePoint) -> None:
     """The server must batch as the point says (a stale archive setting would win silently)."""
-    served = server.client.describe(point.model)
-    if (served.get("batchSize"), served.get("maxBatchDelay")) != (point.batch_size, point.max_batch_delay_ms):
-        raise RuntimeError(
-            f"TorchServe serves {served.get('batchSize')}/{served.get('maxBatchDelay')} instead"
-        )
+    served = BatchSettings.described(server.client.describe(point.model))
+    wanted = point.settings
+    if (served.batch_size, served.max_batch_delay_ms) != (wanted.batch_size, wanted.max_batch_delay_ms):
+        raise RuntimeError(f"TorchServe serves {served.batch_size}/{served.max_batch_delay_ms} instead")
 
 
 class PointRunner:
@@ -84,12 +83,11 @@ class PointRunner:
         # The decode pool the archive is packaged with (None: its kind has none).
         self.packaged_decode_threads: int | str | None = None
 
-    def __call__(
-        self, batch_size: int, delay_ms: int, workers: int, decode_threads: int | str | None = None
-    ) -> TunePoint:
+    def __call__(self, settings: BatchSettings) -> TunePoint:
         model = self.model
-        threads = self.packaged_decode_threads if decode_threads is None else decode_threads
-        point = TunePoint(model, batch_size, delay_ms, workers, decode_threads=threads)
+        if settings.worker_key(DECODE_THREADS) is None and self.packaged_decode_threads is not None:
+            settings = settings.with_worker(**{DECODE_THREADS: self.packaged_decode_threads})
+        point = TunePoint(model, settings)
         point_dir = Path(
             tempfile.mkdtemp(prefix=f"{model}-{point.short_label.replace(' ', '-')}-", dir=self.work_dir)
         )
@@ -122,12 +120,7 @@ class PointRunner:
 
     def serve(self, point: TunePoint, point_dir: Path) -> TorchServe:
         """A private TorchServe serving the point's own archive."""
-        settings: dict[str, int | str] = {
-            **settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
-        }
-        if point.decode_threads is not None:
-            settings[DECODE_THREADS] = point.decode_threads
-        properties, store = self.stage(settings, point_dir)
+        properties, store = self.stage(point.settings.entry(), point_dir)
         return start_instance(point_dir / "run", store, models=[self.model], source=properties, timeout=180)
 
     def stage(self, settings: dict[str, int | str], point_dir: Path) -> tuple[Path, Path]:

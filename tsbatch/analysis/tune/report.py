@@ -11,17 +11,37 @@ import math
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from tsbatch.analysis.options import decode_threads_value
-from tsbatch.analysis.selection import Selection, TunePoint, batch_one_baseline, select_configuration
-from tsbatch.analysis.tune.search import DECODE_THREADS, TUNED_KEYS
-from tsbatch.config.properties import QUEUE_KEY, parse_entries, settings_for, update_model_settings
+from tsbatch.analysis.selection import (
+    DECODE_THREADS,
+    Selection,
+    TunePoint,
+    batch_one_baseline,
+    select_configuration,
+)
+from tsbatch.config.properties import parse_entries, update_model_settings
+from tsbatch.settings.batch import QUEUE_KEY, TUNED_KEYS, BatchSettings
 from tsbatch.sla.profiles import Sla
 
-CSV_FIELDS = [f.name for f in fields(TunePoint)] + ["meets_sla", "winner", "verdict"]
+# A point's settings as the CSV spells them (its key, then its decode pool last), then its figures.
+SETTINGS_FIELDS = ["batch_size", "max_batch_delay_ms", "workers"]
+FIGURE_FIELDS = [f.name for f in fields(TunePoint) if f.name not in ("model", "settings")]
+CSV_FIELDS = ["model", *SETTINGS_FIELDS, *FIGURE_FIELDS, "decode_threads", "meets_sla", "winner", "verdict"]
+
+
+def point_row(point: TunePoint) -> dict[str, Any]:
+    """One point as a CSV row (None as an empty cell)."""
+    values = {
+        "model": point.model,
+        **dict(zip(SETTINGS_FIELDS, point.settings.key, strict=True)),
+        **{name: getattr(point, name) for name in FIGURE_FIELDS},
+        "decode_threads": point.decode_threads,
+    }
+    return {k: ("" if v is None else v) for k, v in values.items()}
 
 
 def write_points_csv(selection: Selection, path: Path) -> None:
@@ -30,9 +50,13 @@ def write_points_csv(selection: Selection, path: Path) -> None:
         writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
         writer.writeheader()
         for verdict in selection.verdicts:
-            values = {k: ("" if v is None else v) for k, v in asdict(verdict.point).items()}
             writer.writerow(
-                {**values, "meets_sla": verdict.meets_sla, "winner": verdict.won, "verdict": verdict.reason}
+                {
+                    **point_row(verdict.point),
+                    "meets_sla": verdict.meets_sla,
+                    "winner": verdict.won,
+                    "verdict": verdict.reason,
+                }
             )
 
 
@@ -43,19 +67,20 @@ def read_points_csv(path: Path) -> list[TunePoint]:
     with path.open(newline="") as handle:
         for raw in csv.DictReader(handle):
             values: dict[str, Any] = {}
-            for key, kind in types.items():
-                text = raw.get(key) or ""  # a column an older report lacks is empty
+            for key in FIGURE_FIELDS:
+                text, kind = raw.get(key) or "", types[key]  # a column an older report lacks is empty
                 if kind == "int":
                     values[key] = int(text)
                 elif kind == "int | None":
                     values[key] = int(text) if text else None
-                elif kind == "int | str | None":  # a decode pool: a size or auto
-                    values[key] = decode_threads_value(text)
                 elif "float" in kind:
                     values[key] = float(text) if text != "" else None
                 else:
                     values[key] = text or None
-            points.append(TunePoint(**values))
+            key = (int(raw[name]) for name in SETTINGS_FIELDS)
+            threads = decode_threads_value(raw.get("decode_threads") or "")  # a size or auto
+            settings = BatchSettings.for_point(*key, **{DECODE_THREADS: threads})
+            points.append(TunePoint(raw.get("model") or "", settings, **values))
     return points
 
 
@@ -68,7 +93,7 @@ class ModelReport:
     pruned: list[str]
     csv_path: Path
     plot_path: Path
-    current: dict[str, Any]  # the model's settings in config.properties before tuning
+    current: BatchSettings  # the model's settings in config.properties before tuning
 
     @property
     def ratio(self) -> float | None:
@@ -84,7 +109,7 @@ def report_model(
     sla: Sla,
     out_dir: Path,
     pruned: Sequence[str],
-    current: dict[str, Any],
+    current: BatchSettings,
 ) -> ModelReport:
     """CSV of every point with its verdict, then the plot drawn from that CSV read back."""
     from tsbatch.analysis.tune.plot import plot_tune
@@ -121,28 +146,20 @@ def recommended_entry(properties: Path, reports: Sequence[ModelReport]) -> str:
     return "".join(lines[entry.first_line : entry.last_line + 1])
 
 
-def winner_settings(point: TunePoint) -> dict[str, int | str]:
-    settings: dict[str, int | str] = {
-        **settings_for(point.batch_size, point.max_batch_delay_ms, point.workers)
-    }
-    if point.decode_threads is not None:
-        settings[DECODE_THREADS] = point.decode_threads
-    return settings
-
-
 def queue_size_for(throughput_rps: float, p99_ms: float, batch_size: int) -> int:
     """The job queue that drains within the p99 target at ``throughput_rps``, rounded down,
     and never below one batch: a request queued behind more is answered late anyway."""
     return max(batch_size, math.floor(throughput_rps * p99_ms / 1000))
 
 
-def recommended_settings(report: ModelReport) -> dict[str, int]:
-    """The winner's settings and the job queue its measured throughput drains within the SLA."""
+def recommended_settings(report: ModelReport) -> dict[str, Any]:
+    """The winner's settings and the job queue its measured throughput drains within the SLA,
+    as a ``models=`` entry spells them."""
     winner = report.selection.winner
     if winner is None:
         return {}
-    queue = queue_size_for(winner.throughput_rps, report.sla.p99_ms, winner.batch_size)
-    return {**winner_settings(winner), QUEUE_KEY: queue}
+    queue = queue_size_for(winner.throughput_rps, report.sla.p99_ms, winner.settings.batch_size)
+    return replace(winner.settings, job_queue_size=queue).entry()
 
 
 def render_summary(reports: Sequence[ModelReport], meta: dict[str, Any], entry: str) -> str:
@@ -177,7 +194,8 @@ def render_summary(reports: Sequence[ModelReport], meta: dict[str, Any], entry: 
                 lines.append(
                     "\nNo batch-size-1 configuration met the SLA: batching is what makes it reachable."
                 )
-            current = {k: report.current.get(k) for k in (*TUNED_KEYS, DECODE_THREADS, QUEUE_KEY)}
+            said = report.current.entry()
+            current = {k: said.get(k) for k in (*TUNED_KEYS, DECODE_THREADS, QUEUE_KEY)}
             lines.append(f"\nconfig.properties now: {current}; recommended: {recommended_settings(report)}")
             lines.append(
                 f"\n{QUEUE_KEY} = measured throughput x p99 target ({selection.winner.throughput_rps:.1f} rps x "
@@ -197,7 +215,7 @@ def render_summary(reports: Sequence[ModelReport], meta: dict[str, Any], entry: 
             mark = "**winner** - " if verdict.won else ""
             threads = "as packaged" if p.decode_threads is None else p.decode_threads
             lines.append(
-                f"| {p.batch_size} | {p.max_batch_delay_ms} | {p.workers} | {threads} | {p.throughput_rps:.1f} | {p.p50_ms:.0f} | "
+                f"| {p.settings.batch_size} | {p.settings.max_batch_delay_ms} | {p.settings.workers} | {threads} | {p.throughput_rps:.1f} | {p.p50_ms:.0f} | "
                 f"{p.p95_ms:.0f} | {p.p99_ms:.0f} | {p.error_rate:.2%} | {batch} | {mark}{verdict.reason} |"
             )
         if report.pruned:

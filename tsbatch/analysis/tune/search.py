@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tsbatch.analysis.selection import (
+    DECODE_THREADS,
     TunePoint,
     allowed_delays,
     longer_delay_pointless,
@@ -19,10 +20,8 @@ from tsbatch.analysis.selection import (
     stop_growing_batch,
 )
 from tsbatch.client.load import LoadSpec
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.profiles import Sla
-
-TUNED_KEYS = ("batchSize", "maxBatchDelay", "minWorkers", "maxWorkers")
-DECODE_THREADS = "decodeThreads"  # the image kind's decode pool: searched where the kind has one
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,7 @@ def search(
     sla: Sla,
     space: SearchSpace,
     load: LoadSpec,
-    run_point: Callable[[int, int, int], TunePoint],
+    run_point: Callable[[BatchSettings], TunePoint],
     log: Callable[[str], None] = print,
 ) -> SearchLog:
     """Batch 1 per worker count, then per (workers, delay) lane growing batch sizes until
@@ -80,7 +79,7 @@ def search(
     def run(batch_size: int, delay: int, workers: int) -> TunePoint:
         key = (batch_size, delay, workers)
         if key not in measured:
-            measured[key] = run_point(batch_size, delay, workers)
+            measured[key] = run_point(BatchSettings.for_point(batch_size, delay, workers))
             result.points.append(measured[key])
         return measured[key]
 
@@ -128,7 +127,7 @@ def search_layout(
     model: str,
     sla: Sla,
     space: SearchSpace,
-    run_point: Callable[..., TunePoint],
+    run_point: Callable[[BatchSettings], TunePoint],
     result: SearchLog,
     log: Callable[[str], None],
 ) -> None:
@@ -140,15 +139,15 @@ def search_layout(
     if not space.decode_threads or not measured:
         return
     best = select_configuration(measured, sla).winner or max(measured, key=lambda p: p.throughput_rps)
-    fitting = [
-        t for t in space.decode_threads if best.workers * pool_cores(t) <= max(space.cores, best.workers)
-    ]
+    workers = best.settings.workers or 1
+    fitting = [t for t in space.decode_threads if workers * pool_cores(t) <= max(space.cores, workers)]
     skipped = [t for t in space.decode_threads if t not in fitting]
     if skipped:
         result.pruned.append(
-            f"{model} decodeThreads {skipped} skipped: {best.workers} worker(s) x that is over {space.cores} cores"
+            f"{model} decodeThreads {skipped} skipped: {workers} worker(s) x that is over {space.cores} cores"
         )
     log(f"[tune] {model}: decode pools {pools_text(fitting)} at {best.short_label}")
     for threads in (t for t in fitting if t != best.decode_threads):  # that one is measured
-        point = run_point(best.batch_size, best.max_batch_delay_ms, best.workers, decode_threads=threads)
+        batch_size, delay, _ = best.settings.key
+        point = run_point(BatchSettings.for_point(batch_size, delay, workers, **{DECODE_THREADS: threads}))
         result.points.append(point)

@@ -9,9 +9,9 @@ from batchkit.reduced import REDUCED_DECODE
 from tsbatch.archive.kind import Kind
 from tsbatch.config.bodies import base64_body, base64_ceiling
 from tsbatch.config.findings import Problem
-from tsbatch.config.properties import WorkerKey
 from tsbatch.kinds.image import workload
 from tsbatch.kinds.image.schema import ImageModel
+from tsbatch.settings.batch import WorkerKey
 
 DECODE_PATHS = ("auto", "pil", "tensor")
 

@@ -24,7 +24,10 @@ def entries(path: Path) -> dict[str, bytes]:
 def test_repackaging_rewrites_only_the_batch_settings(make_mar: MakeMar, tmp_path: Path) -> None:
     info = read_mar(make_mar("in.mar", {"batchSize": 4, "maxBatchDelay": 20, "responseTimeout": 9}))
     assert (info.model, info.version, info.toolkit_built) == ("stock_mobilenet", "2.0", False)
-    assert info.settings == {"batchSize": 4, "maxBatchDelay": 20, "responseTimeout": 9}
+    assert info.entry == {"batchSize": 4, "maxBatchDelay": 20, "responseTimeout": 9}
+    assert (
+        info.settings.key == (4, 20, None) and info.settings.response_timeout_s == 9
+    )  # read as TorchServe would
     out = read_mar(repackage(info, tmp_path / "store" / "stock_mobilenet.mar", SETTINGS))
     assert out.config == {**SETTINGS, "responseTimeout": 9}
     before, after = entries(info.path), entries(out.path)
@@ -36,9 +39,9 @@ def test_an_archive_without_a_config_file_gets_one_named_in_its_manifest(
     make_mar: MakeMar, tmp_path: Path
 ) -> None:
     info = read_mar(make_mar("in.mar", None))
-    assert info.config_file is None and info.settings == {}
+    assert info.config_file is None and info.entry == {}
     out = read_mar(repackage(info, tmp_path / "out.mar", SETTINGS))
-    assert out.config_file == "model-config.yaml" and out.settings == SETTINGS
+    assert out.config_file == "model-config.yaml" and out.entry == SETTINGS
 
 
 def test_the_models_entry_names_the_archive_alone(make_mar: MakeMar, tmp_path: Path) -> None:
@@ -70,7 +73,7 @@ def test_tuning_an_archive_needs_its_requests_and_an_sla(
             ["--mar", str(mar), "--requests", str(tmp_path / "pics"), "--p99-ms", "500"]
         )
     )
-    assert run.names == ["stock_mobilenet"] and run.current == {"stock_mobilenet": {"batchSize": 4}}
+    assert run.names == ["stock_mobilenet"] and run.current["stock_mobilenet"].key == (4, 100, None)
     assert (
         run.slas["stock_mobilenet"].p99_ms == 500
         and run.workloads["stock_mobilenet"].payloads[0].body == b"jpeg"
@@ -91,7 +94,7 @@ def test_a_toolkit_archives_decode_pool_is_set_in_its_handler_config(
     settings = with_decode_threads(info, {**SETTINGS, "decodeThreads": 2})
     out = read_mar(repackage(info, tmp_path / "out.mar", settings))
     assert out.config["handler"] == {**handler, "decode_threads": 2} and out.decode_threads == 2
-    assert "decodeThreads" not in out.config and out.settings == SETTINGS
+    assert "decodeThreads" not in out.config and out.entry == SETTINGS
     auto = read_mar(make_mar("auto.mar", {"handler": {**handler, "decode_threads": "auto"}}, toolkit=True))
     assert auto.decode_threads == "auto"  # packaged auto: the tuner searches the pool too
     wrong = read_mar(make_mar("wrong.mar", {"handler": {**handler, "decode_threads": "x"}}, toolkit=True))

@@ -14,6 +14,7 @@ from tsbatch.analysis.selection import TunePoint
 from tsbatch.analysis.tune.report import finish, read_points_csv, report_model
 from tsbatch.config.properties import model_settings, read_properties
 from tsbatch.paths import REPO_ROOT
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.profiles import Sla
 
 SLA = Sla(
@@ -40,7 +41,7 @@ def measured(
     batch: int, rps: float, p99: float, delay: int = 10, workers: int = 1, mean_batch: float | None = None
 ) -> TunePoint:
     return TunePoint(
-        "resnet18", batch, delay, workers, throughput_rps=rps, p50_ms=p99 / 3, p95_ms=p99 / 1.5, p99_ms=p99,
+        "resnet18", BatchSettings.for_point(batch, delay, workers), throughput_rps=rps, p50_ms=p99 / 3, p95_ms=p99 / 1.5, p99_ms=p99,
         error_rate=0.0, mean_batch_size=mean_batch, requests=800, seconds=12.0,
     )  # fmt: skip
 
@@ -63,9 +64,7 @@ def test_a_winner_is_reported_written_and_applied_with_comments_kept(tmp_path: P
         measured(4, 200, 110, mean_batch=3.9),
         measured(8, 350, 40, mean_batch=7.9),
     ]
-    report = report_model(
-        "resnet18", points, SLA, tmp_path, ["pruned nothing"], {"batchSize": 8, "maxBatchDelay": 10}
-    )
+    report = report_model("resnet18", points, SLA, tmp_path, ["pruned nothing"], BatchSettings(8, 10))
     assert read_points_csv(report.csv_path) == points
     assert report.selection.winner == points[2]
     assert report.ratio == 350 / 90
@@ -94,9 +93,13 @@ def test_a_winner_is_reported_written_and_applied_with_comments_kept(tmp_path: P
 
 
 def test_an_auto_decode_pool_is_reported_read_back_and_applied(tmp_path: Path) -> None:
-    points = [replace(measured(8, 120, 150), decode_threads=pool) for pool in ("auto", 1, 2)]
+    points = [measured(8, 120, 150) for _ in range(3)]
+    points = [
+        replace(p, settings=p.settings.with_worker(decodeThreads=t))
+        for p, t in zip(points, ("auto", 1, 2), strict=True)
+    ]
     points[0] = replace(points[0], throughput_rps=130)
-    report = report_model("resnet18", points, SLA, tmp_path, [], {"batchSize": 8, "maxBatchDelay": 10})
+    report = report_model("resnet18", points, SLA, tmp_path, [], BatchSettings(8, 10))
     assert read_points_csv(report.csv_path) == points
     assert report.selection.winner == points[0]
     properties = copy_properties(tmp_path)
@@ -109,9 +112,11 @@ def test_no_configuration_meeting_the_sla_says_so_and_exits_non_zero(tmp_path: P
     points = [
         measured(1, 9, 900),
         measured(8, 30, 1500),
-        TunePoint("resnet18", 16, 10, 1, failure="ServerError: worker died", seconds=30.0),
+        TunePoint(
+            "resnet18", BatchSettings.for_point(16, 10, 1), failure="ServerError: worker died", seconds=30.0
+        ),
     ]
-    report = report_model("resnet18", points, SLA, tmp_path, [], {})
+    report = report_model("resnet18", points, SLA, tmp_path, [], BatchSettings())
     assert report.selection.winner is None and report.ratio is None
     assert_real_plot(report.plot_path)
     read_back = read_points_csv(report.csv_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tsbatch.analysis.selection import TunePoint
 from tsbatch.analysis.tune.search import SearchSpace, search
 from tsbatch.client.load import LoadSpec
+from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.profiles import Sla
 
 SLA = Sla(
@@ -18,16 +19,15 @@ class SimulatedServer:
     def __init__(self) -> None:
         self.tried: list[tuple[int, int, int]] = []
 
-    def __call__(self, batch: int, delay: int, workers: int) -> TunePoint:
-        self.tried.append((batch, delay, workers))
+    def __call__(self, settings: BatchSettings) -> TunePoint:
+        batch, delay, workers = settings.key
+        self.tried.append(settings.key)
         curve = {1: 90, 2: 150, 4: 250, 8: 340, 16: 345, 32: 346, 64: 340, 128: 330}
         rps = curve[batch] * (1.2 if workers == 2 else 1.0)
         formed = batch if delay >= 5 else max(1.0, batch / 2)
         return TunePoint(
             "m",
-            batch,
-            delay,
-            workers,
+            settings,
             throughput_rps=rps,
             p50_ms=30,
             p95_ms=60,
@@ -47,7 +47,7 @@ def test_search_prunes_unreachable_batches_long_delays_full_lanes_and_flat_throu
         (1, 5, 1), (2, 5, 1), (4, 5, 1), (8, 5, 1), (16, 5, 1), (32, 5, 1),
         (1, 5, 2), (2, 5, 2), (4, 5, 2), (8, 5, 2), (16, 5, 2), (32, 5, 2),
     ]  # fmt: skip
-    assert [p.key for p in outcome.points] == server.tried
+    assert [p.settings.key for p in outcome.points] == server.tried
     text = "\n".join(outcome.pruned)
     assert "delays [400] ms never tried" in text
     assert "batch sizes [128] never tried: above the concurrency (64)" in text
@@ -73,11 +73,12 @@ def test_decode_pools_are_tried_at_the_best_point_within_the_cores() -> None:
     """Decode-bound photos: a pool of 2 doubles one worker's throughput on 2 cores."""
     tried: list[tuple[int, int, int, int]] = []
 
-    def server(batch: int, delay: int, workers: int, decode_threads: int = 1) -> TunePoint:
+    def server(settings: BatchSettings) -> TunePoint:
+        (batch, delay, workers), decode_threads = settings.key, settings.worker_key("decodeThreads", 1)
         tried.append((batch, delay, workers, decode_threads))
         rps = 15.0 * workers * decode_threads * (1 + batch / 100)
         return TunePoint(
-            "m", batch, delay, workers, rps, 30, 60, 90, requests=900, decode_threads=decode_threads
+            "m", settings.with_worker(decodeThreads=decode_threads), rps, 30, 60, 90, requests=900
         )
 
     space = SearchSpace(batch_sizes=[1, 8], delays_ms=[10], workers=[1], decode_threads=[1, 2, 4], cores=2)
@@ -93,11 +94,12 @@ def test_auto_is_a_decode_pool_the_search_tries_and_can_choose() -> None:
     core per worker, so it fits beside two workers where a pool of 2 does not."""
     tried: list[tuple[int, int, int, int | str]] = []
 
-    def server(batch: int, delay: int, workers: int, decode_threads: int | str = "auto") -> TunePoint:
+    def server(settings: BatchSettings) -> TunePoint:
+        (batch, delay, workers), decode_threads = settings.key, settings.worker_key("decodeThreads", "auto")
         tried.append((batch, delay, workers, decode_threads))
         rps = {"auto": 40.0, 1: 20.0, 2: 39.0}[decode_threads] * workers
         return TunePoint(
-            "m", batch, delay, workers, rps, 30, 60, 90, requests=900, decode_threads=decode_threads
+            "m", settings.with_worker(decodeThreads=decode_threads), rps, 30, 60, 90, requests=900
         )
 
     space = SearchSpace(batch_sizes=[8], delays_ms=[10], workers=[2], decode_threads=["auto", 1, 2], cores=2)
