@@ -84,7 +84,7 @@ def command_exists(words: str) -> bool:
     command = COMMANDS.get(name)
     if command is None:
         return False
-    return not command.targets or target in {t.name for t in command.targets}
+    return not command.subcommands or target in {t.name for t in command.subcommands}
 
 
 def named_modules(page: Path) -> set[str]:

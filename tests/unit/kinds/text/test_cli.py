@@ -1,4 +1,4 @@
-"""The options shared by train_intent and export_intent, over the manifest entry."""
+"""The text kind's options (`tsbatch text train`, `tsbatch export` of a text model) over the manifest entry."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import argparse
 
 import pytest
 
-from tsbatch.kinds.text.cli import add_arguments, add_weights_arguments, settings_from_arguments
+from tsbatch.kinds.text.cli import settings_from_arguments
 from tsbatch.kinds.text.data import TrainingError
+from tsbatch.kinds.text.options import add_export_options, add_training_options
 from tsbatch.kinds.text.schema import TextModel, TrainingOptions
 
 
@@ -17,7 +18,7 @@ def entry(**settings: object) -> TextModel:
 
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    add_arguments(parser)
+    add_training_options(parser)
     return parser.parse_args(list(argv))
 
 
@@ -69,8 +70,7 @@ def test_project_data_settings_do_not_apply_to_data_given_on_the_command_line() 
 
 def parse_export(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    add_weights_arguments(parser)
+    add_export_options(parser)
     return parser.parse_args(list(argv))
 
 
