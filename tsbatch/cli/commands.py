@@ -95,7 +95,7 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                 "container-config",
                 "write or check the container and cluster configs derived from config.properties",
                 ("tsbatch container-config --check",),
-                "tsbatch.config.profiles:main",
+                "tsbatch.config.container_config:main",
             ),
             Command(
                 "gpu-check",

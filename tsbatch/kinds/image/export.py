@@ -177,7 +177,7 @@ def channels_last(model: torch.nn.Module, crop_size: int) -> torch.nn.Module:
     return converted
 
 
-def compile_and_gate(
+def gate_image_candidates(
     resolved: ResolvedWeights,
     scripted: torch.jit.ScriptModule | None,
     spec: ModelSpec,
@@ -210,7 +210,7 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
     scripted, made, report, no_torchscript = verified_torchscript(resolved, spec)
     out = spec.artifact_dir
     out.mkdir(parents=True, exist_ok=True)
-    gates = compile_and_gate(resolved, scripted, spec, no_torchscript)
+    gates = gate_image_candidates(resolved, scripted, spec, no_torchscript)
     write_gates_section(out, gates, spec.name)
     if scripted is not None:
         scripted.save(str(out / artifacts.MODEL_FILE))

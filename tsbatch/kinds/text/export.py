@@ -33,7 +33,7 @@ from tsbatch.archive.gate_report import write_gates_section
 from tsbatch.archive.manifest import ModelSpec
 from tsbatch.kinds.text.cli import build_and_report
 from tsbatch.kinds.text.data import TrainingError
-from tsbatch.kinds.text.gating import compile_and_gate, labelled_gate_inputs
+from tsbatch.kinds.text.gating import gate_text_candidates, labelled_gate_inputs
 from tsbatch.kinds.text.kind import TEXT
 from tsbatch.kinds.text.model import TOKENIZER_DIR, ReadyClassifier
 from tsbatch.kinds.text.pretrained import hugging_face_difference
@@ -148,10 +148,11 @@ def verification_texts(texts: Sequence[str], count: int = 12) -> list[str]:
     return [texts[round(i * step)] for i in range(count)]
 
 
-def handler_config(
+def exported_handler_config(
     spec: ModelSpec, ready: ReadyClassifier, gates: GateOutcome | None = None
 ) -> dict[str, Any]:
-    """Every TextModelConfig field except torch_threads, which packaging adds."""
+    """The archive's handler config (``Kind.handler_config``) with what this export found: every
+    TextModelConfig field except torch_threads, which packaging adds."""
     found = {
         "tokenizer_dir": TOKENIZER_DIR,
         "base_model": ready.description,
@@ -255,12 +256,12 @@ def export(spec: ModelSpec, settings: TextModel | None = None, out: Path | None 
         model_path.unlink(missing_ok=True)
         raise
     note_verification(out, verification, atol)
-    gates = compile_and_gate(
+    gates = gate_text_candidates(
         settings, out, ready.model, served, ready.tokenizer_dir, ready.gate_texts, ready.score
     )
     write_gates_section(out, gates, spec.name)
     artifacts.write_json(out / artifacts.LABELS_FILE, ready.labels)
-    artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, handler_config(spec, ready, gates))
+    artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, exported_handler_config(spec, ready, gates))
     import transformers
 
     artifacts.write_json(
