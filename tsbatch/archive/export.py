@@ -107,10 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         manifest = load_manifest(first.manifest)
         spec = chosen_model(manifest, first.model, first.kind)
-    except ManifestError as exc:
+    except (ManifestError, OSError) as exc:  # OSError: no models.yaml where it was looked for
         if any(arg in HELP_FLAGS for arg in argv):
             common_parser(epilog=every_kind_help(manifest)).parse_args(["--help"])
-        common_parser().error(str(exc))
+        problem = f"cannot read {first.manifest}: {exc.strerror}" if isinstance(exc, OSError) else str(exc)
+        common_parser().error(problem)
     parser = model_parser(spec.kind)
     args, unknown = parser.parse_known_args(argv)
     if unknown:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tsbatch.archive.export import main
@@ -65,3 +67,14 @@ def test_kind_picks_its_first_model_and_an_unknown_model_or_kind_is_refused(
     assert "--labels LABELS" in help_of(["--kind", "image"], capsys)
     assert "model 'no_such_model' is not in the manifest" in refused(["--model", "no_such_model"], capsys)
     assert "no kind 'audio' is installed" in refused(["--kind", "audio"], capsys)
+
+
+def test_without_a_manifest_help_still_lists_every_kind_and_export_says_what_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Outside a checkout (an installed toolkit, no models.yaml here): help works, export explains."""
+    missing = tmp_path / "models.yaml"
+    text = help_of(["--manifest", str(missing)], capsys)
+    assert "options of kind image" in text and "options of kind text" in text
+    error = refused(["--manifest", str(missing), "--model", "resnet18"], capsys)
+    assert f"cannot read {missing}: No such file or directory" in error
