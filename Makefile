@@ -10,11 +10,12 @@ INSTALLED := $(VENV)/.installed
 SERVE_DIR := .serve
 PYTEST_ARGS ?=
 
-.PHONY: help install kserve-sdk java archive plugins serve stop status doctor check-config test test-tools test-unit \
-        test-integration bench bench-photos bench-intent bench-client bench-clients bench-overload perf-analyzer lint loadtest loadtest-ui sweep tune gpu-check image clean
+# bench-% is left out: a phony target gets no pattern rule (its `install` prerequisite runs it every time).
+.PHONY: help install java archive plugins serve stop status doctor check-config test test-tools test-unit \
+        test-integration bench perf-analyzer lint loadtest loadtest-ui sweep tune gpu-check image clean
 
 help: ## List the commands
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z_%-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{sub("%", "<name>", $$1); printf "  make %-18s %s\n", $$1, $$2}'
 
 $(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else "Python 3.11+ is required")'
@@ -24,9 +25,8 @@ $(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --editable .
 	touch $@
 
-install: $(INSTALLED) kserve-sdk java ## Create .venv with the pinned dependencies and the toolkit (editable), check Java 17
-
-kserve-sdk: $(INSTALLED) ## The KServe SDK for the tests, without its own pins (requirements-dev.txt says why)
+# The KServe SDK (for the tests) goes in without its own pins: requirements-dev.txt says why.
+install: $(INSTALLED) java ## Create .venv with the pinned dependencies, the toolkit (editable) and the KServe SDK, check Java 17
 	$(PY) -m pip install --quiet --no-deps kserve==0.21.0
 
 java: ## Check Java 17 (installs it with apt-get when root)
@@ -84,20 +84,13 @@ bench: install archive ## Served vs in-process ResNet throughput under 16 client
 	$(TSBATCH) bench resnet
 	$(TSBATCH) bench multi-input
 
-bench-photos: install ## Real photos 224x224 to 48 MP served: reference vs reduced decoding vs the stock handler (ARGS="--sizes 4032x3024")
-	$(TSBATCH) bench photos $(ARGS)
+# `make bench-<name>` is `tsbatch bench <name> $(ARGS)`, for every benchmark `tsbatch bench --help`
+# lists; those serving the built archives build them first, and clients installs perf_analyzer.
+bench-%: install ## tsbatch bench <name> (intent, photos, overload, client, clients...; ARGS="--settings 2x1 --duration 30")
+	$(TSBATCH) bench $* $(ARGS)
 
-bench-intent: install archive ## Intent handler vs the usual pad-to-128 handler under 16 clients (ARGS="--settings 2x1 --duration 30")
-	$(TSBATCH) bench intent $(ARGS)
-
-bench-client: $(INSTALLED) ## The load client's CPU per request vs a threaded requests loop (a few seconds; ARGS="--concurrency 16")
-	$(TSBATCH) bench client $(ARGS)
-
-bench-clients: install archive perf-analyzer ## perf_analyzer vs our raw-socket client vs Locust, same server and request, with each client's CPU (ARGS="--seconds 20")
-	$(TSBATCH) bench clients $(ARGS)
-
-bench-overload: install ## ResNet 224x224 at 0.5x-2x its capacity, deadline shedding off and on (ARGS="--p99-ms 300 --seconds 20")
-	$(TSBATCH) bench overload $(ARGS)
+bench-resnet bench-multi-input bench-intent bench-clients bench-apply bench-trickle-burst: archive
+bench-clients: perf-analyzer
 
 sweep: $(INSTALLED) archive ## In-process batch-size sweep -> reports/sweep/ (options: ARGS="--max-batch 8 --iters 5")
 	$(TSBATCH) sweep $(ARGS)

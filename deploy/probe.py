@@ -11,7 +11,7 @@ the toolkit's one place for keys). It never touches the inference key unless ask
 
 ``/ping`` stays "Healthy" while a crashed worker restarts, so readiness looks at the
 workers instead: every model listed in ``load_models`` must have at least ``minWorkers``
-(at least one) READY workers. With token auth off (the cluster profile) no key is read.
+(at least one) READY workers. With token auth off (the cluster config) no key is read.
 
 Readiness also fails once the pod is draining (the file ``TSBATCH_DRAIN_FILE`` exists):
 ``drain`` is the Kubernetes ``preStop`` hook, which creates it and waits

@@ -36,7 +36,7 @@ FIGURES: dict[str, dict[str, Any]] = {}
 
 
 def stop_under_load(run_dir: Path, model_store: Path, through_start_py: bool) -> dict[str, Any]:
-    """Start TorchServe (through start.py with the cluster profile's token auth off, or bare
+    """Start TorchServe (through start.py with the cluster config's token auth off, or bare
     in its own process group), load it, stop it (SIGTERM to start.py, or to the whole group
     as `tini -g` did); the figures."""
     entries = {**private_port_entries(), "load_models": f"{MODEL}.mar"}

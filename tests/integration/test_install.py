@@ -54,7 +54,7 @@ from tsbatch.cli.commands import COMMANDS
 from tsbatch.cli.main import main
 failed = []
 for command in COMMANDS.values():
-    for words in ([[command.name, t.name] for t in command.targets] or [[command.name]]):
+    for words in ([[command.name, t.name] for t in command.subcommands] or [[command.name]]):
         out = io.StringIO()
         try:
             with contextlib.redirect_stdout(out):

@@ -84,7 +84,8 @@ def command_exists(words: str) -> bool:
     command = COMMANDS.get(name)
     if command is None:
         return False
-    return not command.targets or target in {t.name for t in command.targets}
+    # A group alone (`tsbatch bench --help`) lists its commands.
+    return not command.subcommands or not target or target in {t.name for t in command.subcommands}
 
 
 def named_modules(page: Path) -> set[str]:
@@ -114,7 +115,19 @@ def module_exists(module: str) -> bool:
 
 
 def make_targets() -> set[str]:
-    return set(re.findall(r"^([a-zA-Z][\w-]*):", (REPO_ROOT / "Makefile").read_text(), re.M))
+    """The Makefile's targets; its ``bench-%`` rule makes one per ``tsbatch bench`` command."""
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-zA-Z][\w-]*):", makefile, re.M))
+    if re.search(r"^bench-%:", makefile, re.M):
+        targets |= {f"bench-{sub.name}" for sub in COMMANDS["bench"].subcommands}
+    return targets
+
+
+def test_every_benchmark_has_its_make_target() -> None:
+    """`make bench-<name>` for each `tsbatch bench <name>`, and no make target a `tsbatch bench` lacks."""
+    benches = {f"bench-{sub.name}" for sub in COMMANDS["bench"].subcommands}
+    assert {"bench-intent", "bench-photos", "bench-clients"} <= benches <= make_targets()
+    assert {target for target in make_targets() if target.startswith("bench-")} <= benches
 
 
 @pytest.mark.parametrize("page", DOCS, ids=lambda page: page.name)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from batchkit.config import ModelConfig, from_mapping, to_mapping
 from batchkit.protocols import InputSchema
@@ -47,6 +47,12 @@ BUILD_FIELDS = frozenset(
 )
 
 
+class TakesOptions(Protocol):
+    """An argparse parser or argument group: where a kind adds its own command-line options."""
+
+    def add_argument(self, *names: str, **settings: Any) -> Any: ...
+
+
 @dataclass(frozen=True)
 class Kind:
     """Everything kind-specific: ``models.yaml``'s entry, the worker's config and handler, the
@@ -60,7 +66,10 @@ class Kind:
     # Config fields the export fills from what it built (weights found, threshold chosen...),
     # beside the manifest's handler keys and BUILD_FIELDS.
     resolved: frozenset[str]
-    exporter: str  # module whose ``export(spec)`` writes build/<model>/
+    # Module whose ``export(spec)`` writes build/<model>/, and whose ``export_with_options(spec,
+    # args)`` does it for ``tsbatch export`` with the options ``export_options`` adds.
+    exporter: str
+    export_options: Callable[[TakesOptions], None]
     sweep: str  # module with ``archive_target(name, artifact_dir)`` and ``stand_in(spec, work_dir)``
     stand_in: str  # the sweep's random-weight target of a model is "<model>-<stand_in>"
     workload: Workload

@@ -58,9 +58,9 @@ def export_inputs(spec: ModelSpec, root: Path) -> dict[str, Any]:
 def needs_export(spec: ModelSpec, root: Path = REPO_ROOT) -> str | None:
     """Why the model must be exported again, or None when its artifacts are current."""
     required = [artifacts.HANDLER_CONFIG_FILE, artifacts.LABELS_FILE]
-    handler_config = spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE
-    if handler_config.exists():  # its model file: "" where the archive has no TorchScript
-        required.append(artifacts.read_json(handler_config).get("model_file", artifacts.MODEL_FILE))
+    config_file = spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE
+    if config_file.exists():  # its model file: "" where the archive has no TorchScript
+        required.append(artifacts.read_json(config_file).get("model_file", artifacts.MODEL_FILE))
     missing = [name for name in required if name and not (spec.artifact_dir / name).exists()]
     if missing:
         return f"no {', '.join(missing)} in {spec.artifact_dir}"

@@ -1,6 +1,6 @@
 """Every ``tsbatch`` subcommand: its one-line summary, the function it runs and an example.
 
-Targets are ``module:function`` strings, so listing the commands imports nothing heavy
+What a command runs is a ``module:function`` string, so listing the commands imports nothing heavy
 (``tsbatch --help`` stays fast and never loads torch).
 """
 
@@ -11,14 +11,24 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Command:
-    """One subcommand; ``targets`` instead of ``target`` makes it a group (``tsbatch bench resnet``)."""
+    """One subcommand; ``subcommands`` instead of ``runs`` makes it a group (``tsbatch bench resnet``)."""
 
     name: str
     summary: str
     examples: tuple[str, ...]
-    target: str = ""
+    runs: str = ""  # "module:function", called with the command's arguments
     action: str | None = None  # passed as ``action=`` to a main() that serves several actions
-    targets: tuple[Command, ...] = ()
+    subcommands: tuple[Command, ...] = ()
+
+
+@dataclass(frozen=True)
+class Alias:
+    """An old command name, kept for one release: it runs ``words`` and the arguments given
+    after a one-line notice naming ``instead``."""
+
+    name: str
+    words: tuple[str, ...]
+    instead: str
 
 
 GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
@@ -85,7 +95,7 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                 "container-config",
                 "write or check the container and cluster configs derived from config.properties",
                 ("tsbatch container-config --check",),
-                "tsbatch.config.profiles:main",
+                "tsbatch.config.container_config:main",
             ),
             Command(
                 "gpu-check",
@@ -120,31 +130,32 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                 "tsbatch.archive.plugins:main",
             ),
             Command(
-                "export-image",
-                "export and verify an image classifier (kind image) (your weights, torchvision's, or digits)",
-                ("tsbatch export-image --weights W.pth --labels labels.txt",),
-                "tsbatch.kinds.image.export:main",
-            ),
-            Command(
-                "export-text",
-                "export and verify a text classifier (kind text) into build/<model>/ (your folder, or trained here)",
+                "export",
+                "export and verify one model of models.yaml into build/<model>/ (its kind adds options)",
                 (
-                    "tsbatch export-text --weights /models/my-classifier --test my_test.csv",
-                    "tsbatch export-text --base-model /models/bert-base-uncased",
+                    "tsbatch export --model resnet18 --weights W.pth --labels labels.txt",
+                    "tsbatch export --model bert_intent --weights /models/my-classifier --test my_test.csv",
                 ),
-                "tsbatch.kinds.text.export:main",
+                "tsbatch.archive.export:main",
             ),
             Command(
-                "train-text",
-                "train a text classifier and write its report, without packaging",
-                ("tsbatch train-text --out build/intent_check --strict",),
-                "tsbatch.kinds.text.cli:main",
-            ),
-            Command(
-                "split-intents",
-                "split data/intents/raw into the committed train/val/test files",
-                ("tsbatch split-intents --check",),
-                "tsbatch.kinds.text.split:main",
+                "text",
+                "the text kind's own jobs: train a classifier, split the intent data",
+                ("tsbatch text train --out build/intent_check --strict", "tsbatch text split --check"),
+                subcommands=(
+                    Command(
+                        "train",
+                        "train a text classifier and write its report, without packaging",
+                        ("tsbatch text train --out build/intent_check --strict",),
+                        "tsbatch.kinds.text.cli:main",
+                    ),
+                    Command(
+                        "split",
+                        "split data/intents/raw into the committed train/val/test files",
+                        ("tsbatch text split --check",),
+                        "tsbatch.kinds.text.split:main",
+                    ),
+                ),
             ),
         ),
     ),
@@ -171,7 +182,7 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                 "bench",
                 "benchmarks that print figures beside a baseline measured in the same run",
                 ("tsbatch bench resnet --shape both", "tsbatch bench intent --settings 2x1 --duration 30"),
-                targets=(
+                subcommands=(
                     Command(
                         "resnet",
                         "served vs in-process ResNet throughput, per runtime x precision",
@@ -247,3 +258,15 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
 )
 
 COMMANDS: dict[str, Command] = {command.name: command for _, commands in GROUPS for command in commands}
+
+# Renamed after 0.1.0: the per-kind export commands became ``tsbatch export --model M``, and the
+# text kind's training and data split moved under ``tsbatch text``. Remove in the next release.
+ALIASES: dict[str, Alias] = {
+    alias.name: alias
+    for alias in (
+        Alias("export-image", ("export", "--kind", "image"), "tsbatch export --model <image model>"),
+        Alias("export-text", ("export", "--kind", "text"), "tsbatch export --model <text model>"),
+        Alias("train-text", ("text", "train"), "tsbatch text train"),
+        Alias("split-intents", ("text", "split"), "tsbatch text split"),
+    )
+}

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from tsbatch.cli.commands import COMMANDS, GROUPS, Command
+from tsbatch.cli.commands import ALIASES, COMMANDS, GROUPS, Command
 
 PROGRAM = "tsbatch"
 HELP_FLAGS = ("-h", "--help")
@@ -67,7 +67,7 @@ def program_name(prog: str) -> Iterator[None]:
 
 def run(command: Command, args: list[str], prog: str) -> int:
     """Import the command's module now (torch and friends load only for the job that needs them)."""
-    module_name, _, function_name = command.target.partition(":")
+    module_name, _, function_name = command.runs.partition(":")
     function = getattr(importlib.import_module(module_name), function_name)
     keywords = {"action": command.action} if command.action else {}
     with program_name(prog):
@@ -94,9 +94,11 @@ def dispatch(parser: argparse.ArgumentParser, commands: Sequence[Command], args:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         parser.error(f"unknown command {name!r}{hint}; `{prog} --help` lists them")
     sub_prog = f"{prog} {name}"
-    if command.targets:
-        listing = listing_parser(sub_prog, command.summary, [("targets", command.targets)], command.examples)
-        return dispatch(listing, command.targets, rest, sub_prog)
+    if command.subcommands:
+        listing = listing_parser(
+            sub_prog, command.summary, [("commands", command.subcommands)], command.examples
+        )
+        return dispatch(listing, command.subcommands, rest, sub_prog)
     return run(command, rest, sub_prog)
 
 
@@ -104,8 +106,20 @@ def dispatch(parser: argparse.ArgumentParser, commands: Sequence[Command], args:
 CLOSED_PIPE_STATUS = 141
 
 
+def resolve_alias(args: list[str]) -> list[str]:
+    """An old command name's arguments as its new command's, after a one-line notice on stderr."""
+    alias = ALIASES.get(args[0]) if args else None
+    if alias is None:
+        return args
+    print(
+        f"{PROGRAM}: `{PROGRAM} {alias.name}` is deprecated and goes in the next release: use `{alias.instead}`",
+        file=sys.stderr,
+    )
+    return [*alias.words, *args[1:]]
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = resolve_alias(list(sys.argv[1:] if argv is None else argv))
     try:
         try:
             return dispatch(top_parser(), list(COMMANDS.values()), args, PROGRAM)

@@ -11,7 +11,7 @@ start with the messages.
 KServe: a custom container that sets ``STORAGE_URI`` gets that URI downloaded by KServe's
 storage initializer into ``/mnt/models`` before it starts. Then the archives come from
 ``/mnt/models/model-store`` (or ``/mnt/models`` itself), and ``/mnt/models/config.properties``,
-when present, replaces the --ts-config (a container profile: 0.0.0.0 addresses).
+when present, replaces the --ts-config (a container config: 0.0.0.0 addresses).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.apply_api import POLL_S, ApplyError, Management, pending, ready_workers
 from tsbatch.server.apply_lock import ApplyLocked, apply_lock, holder_text
 from tsbatch.server.apply_plan import (
-    Plan,
+    ApplyPlan,
     Step,
     is_staged,
     leftovers,
@@ -54,7 +54,7 @@ __all__ = ["ApplyError", "ApplyReport", "apply_settings", "main"]
 class ApplyReport:
     """What an apply did and how long each step took (seconds, in plan order)."""
 
-    plan: Plan
+    plan: ApplyPlan
     timings: dict[Step, float] = field(default_factory=dict)
 
     @property
@@ -72,7 +72,7 @@ class ApplyReport:
                 f"{self.seconds:.1f}s ({steps or 'nothing to do'})"]  # fmt: skip
 
 
-def stage_archive(server: TorchServe, manifest: Manifest, plan: Plan) -> str:
+def stage_archive(server: TorchServe, manifest: Manifest, plan: ApplyPlan) -> str:
     """Package the model as ``plan.new_version`` with the target settings; its file name in the store."""
     assert plan.new_version is not None
     spec = manifest.model(plan.model).with_settings(version=plan.new_version)
@@ -304,7 +304,7 @@ def verify(api: Management, model: str, version: str, settings: BatchSettings) -
         )
 
 
-def left_behind(api: Management, server: TorchServe, plan: Plan, failed: Step, archive: str) -> str:
+def left_behind(api: Management, server: TorchServe, plan: ApplyPlan, failed: Step, archive: str) -> str:
     """Undo what a failure before the switch left (the new version, its archive); after the
     switch, say what still serves (the next apply drains and removes the old version)."""
     if plan.new_version is None or plan.steps.index(failed) >= plan.steps.index(Step.SET_DEFAULT):

@@ -49,7 +49,7 @@ STAGED = (
 
 
 @dataclass(frozen=True)
-class Plan:
+class ApplyPlan:
     """What one apply will do: no steps when the settings are already served."""
 
     model: str
@@ -87,12 +87,12 @@ def is_staged(model: str, version: str, archive: str) -> bool:
     return is_staged_version(version) and archive in (name, f"{name}.mar")
 
 
-def plan_change(model: str, old_version: str, current: BatchSettings, target: BatchSettings) -> Plan:
+def plan_change(model: str, old_version: str, current: BatchSettings, target: BatchSettings) -> ApplyPlan:
     """Which steps change ``current`` into ``target`` without failing a request."""
     problem = target.problem()
     if problem:
         raise ValueError(f"{model}: {problem}")
-    plan = Plan(model, old_version, current, target, (), None, "already served")
+    plan = ApplyPlan(model, old_version, current, target, (), None, "already served")
     if target.key == current.key:
         return plan
     same_batching = target.changed(workers=current.workers).key == current.key

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.cli.commands import COMMANDS, Command
+from tsbatch.cli.commands import ALIASES, COMMANDS, Command
 from tsbatch.cli.main import main
 from tsbatch.paths import REPO_ROOT
 
 # (words after `tsbatch`, command) for every command that runs a job: `serve`, `bench resnet`, ...
-LEAVES = [([command.name], command) for command in COMMANDS.values() if not command.targets] + [
-    ([command.name, target.name], target) for command in COMMANDS.values() for target in command.targets
+LEAVES = [([command.name], command) for command in COMMANDS.values() if not command.subcommands] + [
+    ([command.name, sub.name], sub) for command in COMMANDS.values() for sub in command.subcommands
 ]
 MAKEFILE_JOBS = {
     "serve", "stop", "status", "doctor", "archive", "check-config", "loadtest", "tune", "sweep",
-    "bench", "plugins", "gpu-check", "export-image", "export-text", "train-text", "split-intents", "package",
+    "bench", "plugins", "gpu-check", "export", "text", "package",
 }  # fmt: skip
 
 
@@ -33,10 +33,10 @@ def test_help_lists_every_command_with_its_summary(capsys: pytest.CaptureFixture
     assert set(COMMANDS) >= MAKEFILE_JOBS
 
 
-def test_bench_help_lists_its_targets(capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_help_lists_its_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--help"]) == 0
     text = capsys.readouterr().out
-    assert {target.name for target in COMMANDS["bench"].targets} == {
+    assert {sub.name for sub in COMMANDS["bench"].subcommands} == {
         "resnet",
         "intent",
         "client",
@@ -47,8 +47,8 @@ def test_bench_help_lists_its_targets(capsys: pytest.CaptureFixture[str]) -> Non
         "apply",
         "trickle-burst",
     }
-    for target in COMMANDS["bench"].targets:
-        assert f"  {target.name} " in text and target.summary in text
+    for sub in COMMANDS["bench"].subcommands:
+        assert f"  {sub.name} " in text and sub.summary in text
 
 
 @pytest.mark.parametrize(
@@ -96,15 +96,15 @@ def test_each_command_help_is_written_for_users(
 
 
 def test_a_closed_stdout_ends_quietly() -> None:
-    """`tsbatch export-text --help | head -1`: no BrokenPipeError traceback."""
+    """`tsbatch export --help | head -1`: no BrokenPipeError traceback."""
     result = subprocess.run(
-        ["bash", "-c", f"set -o pipefail; {sys.executable} -m tsbatch export-text --help | head -1"],
+        ["bash", "-c", f"set -o pipefail; {sys.executable} -m tsbatch export --help | head -1"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert result.stdout.startswith("usage: tsbatch export-text"), result.stdout
+    assert result.stdout.startswith("usage: tsbatch export"), result.stdout
     assert result.stderr == "", result.stderr
     assert result.returncode in (0, 141)
 
@@ -173,3 +173,39 @@ def test_python_dash_m_tsbatch_is_the_same_command() -> None:
         timeout=60,
     )
     assert result.returncode == 2 and "unknown command 'no-such-command'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "old,usage,option",
+    [
+        ("export-image", "usage: tsbatch export ", "--labels LABELS"),  # the first image model's options
+        ("export-text", "usage: tsbatch export ", "--oos-threshold OOS_THRESHOLD"),
+        ("train-text", "usage: tsbatch text train ", "--min-oos-recall"),
+        ("split-intents", "usage: tsbatch text split ", "--held-out"),
+    ],
+)
+def test_an_old_name_runs_its_new_command_after_a_one_line_notice(
+    old: str, usage: str, option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main([old, "--help"])
+    assert stop.value.code == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith(usage) and option in captured.out, captured.out[:300]
+    notice = captured.err.strip()
+    assert len(notice.splitlines()) == 1 and f"`tsbatch {old}` is deprecated" in notice
+    assert f"use `{ALIASES[old].instead}`" in notice and ALIASES[old].instead.split()[1] in COMMANDS
+    assert old not in COMMANDS and old not in main_help(capsys)
+
+
+def main_help(capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["--help"]) == 0
+    return capsys.readouterr().out
+
+
+def test_an_old_name_passes_its_arguments_and_status_through(capsys: pytest.CaptureFixture[str]) -> None:
+    """`tsbatch split-intents --check` is `tsbatch text split --check`: the committed files are current."""
+    assert main(["split-intents", "--check"]) == 0
+    assert "deprecated" in capsys.readouterr().err
+    assert main(["export-image", "--weights", "/no/such/weights.pth"]) == 1
+    assert "weights path /no/such/weights.pth does not exist" in capsys.readouterr().err

@@ -162,7 +162,7 @@ def cluster_pods() -> list[tuple[dict[str, Any], dict[str, Any]]]:
 
 
 def test_torchserve_and_kserve_run_the_images_command_with_the_cluster_profile() -> None:
-    """The image's CMD with --ts-config pointing at the cluster profile (token auth off)."""
+    """The image's CMD with --ts-config pointing at the cluster config (token auth off)."""
     command = exec_form("CMD")
     expected = [
         f"/app/deploy/{CLUSTER_CONFIG.name}" if t.endswith(CONTAINER_CONFIG.name) else t for t in command

@@ -40,7 +40,7 @@ from tsbatch.archive.compiled import (
 from tsbatch.archive.gate_report import write_gates_section
 from tsbatch.archive.gates import Batch, Scorer, top1_accuracy
 from tsbatch.archive.int8.candidate import Int8Plan
-from tsbatch.archive.manifest import ManifestError, ModelSpec, load_manifest
+from tsbatch.archive.manifest import ManifestError, ModelSpec
 from tsbatch.kinds.image.calibration import calibration_batches
 from tsbatch.kinds.image.decode_gate import gate_reduced_decoding
 from tsbatch.kinds.image.digits import train_on_digits
@@ -54,7 +54,6 @@ from tsbatch.kinds.image.weights import (
     load_user_weights,
     require_digits_allowed,
 )
-from tsbatch.paths import DEFAULT_MANIFEST
 
 
 def resolve_weights(spec: ModelSpec, weights_path: Path | None, labels_path: Path | None) -> ResolvedWeights:
@@ -178,7 +177,7 @@ def channels_last(model: torch.nn.Module, crop_size: int) -> torch.nn.Module:
     return converted
 
 
-def compile_and_gate(
+def gate_image_candidates(
     resolved: ResolvedWeights,
     scripted: torch.jit.ScriptModule | None,
     spec: ModelSpec,
@@ -211,7 +210,7 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
     scripted, made, report, no_torchscript = verified_torchscript(resolved, spec)
     out = spec.artifact_dir
     out.mkdir(parents=True, exist_ok=True)
-    gates = compile_and_gate(resolved, scripted, spec, no_torchscript)
+    gates = gate_image_candidates(resolved, scripted, spec, no_torchscript)
     write_gates_section(out, gates, spec.name)
     if scripted is not None:
         scripted.save(str(out / artifacts.MODEL_FILE))
@@ -250,22 +249,11 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description="Export an image classifier to TorchScript and check it against the eager model. "
-        "Weights come from --weights, else torchvision's ImageNet weights, else a model trained here "
-        "on handwritten digits."
-    )
-    parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
-    parser.add_argument("--model", help="the manifest's image model (default: its first)")
-    parser.add_argument(
-        "--weights", type=Path, help="state_dict, TorchScript artifact or torch.export program (.pt2)"
-    )
-    parser.add_argument("--labels", type=Path, help="labels file for --weights")
-    args = parser.parse_args(argv)
+def export_with_options(spec: ModelSpec, args: argparse.Namespace) -> int:
+    """``tsbatch export`` for an image model (``--weights``, ``--labels``: see the kind's
+    ``export_options``); a failure is one line and exit status 1."""
     try:
-        manifest = load_manifest(args.manifest)
-        export(manifest.model(args.model or manifest.first_of_kind(IMAGE)), args.weights, args.labels)
+        export(spec, args.weights, args.labels)
     except (ExportError, ManifestError, NothingToServeError) as exc:
         print(f"[export] FAILED: {exc}", file=sys.stderr)
         return 1

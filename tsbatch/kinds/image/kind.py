@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from batchkit.config import ImageModelConfig
 from batchkit.pool import AUTO, decode_threads_problem
 from batchkit.protocols import InputSchema
 from batchkit.reduced import REDUCED_DECODE
-from tsbatch.archive.kind import Kind
+from tsbatch.archive.kind import Kind, TakesOptions
 from tsbatch.config.bodies import base64_body, base64_ceiling
 from tsbatch.config.findings import Problem
 from tsbatch.kinds.image import workload
@@ -57,6 +59,14 @@ def limits(where: str, entry: ImageModel, request_limit: int) -> list[Problem]:
     return []
 
 
+def export_options(parser: TakesOptions) -> None:
+    """``tsbatch export``'s options for an image model: your weights instead of the entry's."""
+    parser.add_argument(
+        "--weights", type=Path, help="state_dict, TorchScript artifact or torch.export program (.pt2)"
+    )
+    parser.add_argument("--labels", type=Path, help="labels file for --weights")
+
+
 IMAGE = Kind(
     name="image",
     entry=ImageModel,
@@ -78,6 +88,7 @@ IMAGE = Kind(
         }
     ),
     exporter="tsbatch.kinds.image.export",
+    export_options=export_options,
     sweep="tsbatch.kinds.image.sweep",
     stand_in="imagenet",
     workload=workload.WORKLOAD,

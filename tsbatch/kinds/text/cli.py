@@ -7,12 +7,12 @@ validation split; the threshold travels in the archive. Training sees exactly th
 ids the handler will send (the same ``batchkit.text`` functions), with light typo and
 punctuation noise so that real users' spelling does not surprise it.
 
-    tsbatch train-text  # our data, report only
-    tsbatch train-text --data-format clinc150 --data my_intents.json \\
+    tsbatch text train  # our data, report only
+    tsbatch text train --data-format clinc150 --data my_intents.json \\
         --base-model /models/bert-base-uncased --out build/my_intents \\
         --min-in-scope-accuracy 0.9 --min-oos-recall 0.8   # gates for this data set
 
-``tsbatch export-text`` takes the same options and also builds the archive files.
+``tsbatch export --model <text model>`` takes the same options and also builds the archive files.
 """
 
 from __future__ import annotations
@@ -27,67 +27,10 @@ from pydantic import ValidationError
 from tsbatch.archive.manifest import ManifestError, ModelSpec, load_manifest
 from tsbatch.kinds.text.data import TrainingError
 from tsbatch.kinds.text.kind import TEXT
+from tsbatch.kinds.text.options import add_training_options
 from tsbatch.kinds.text.report import print_report, train_from_settings
 from tsbatch.kinds.text.schema import TextModel
 from tsbatch.paths import DEFAULT_MANIFEST
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared with ``tsbatch.kinds.text.export``; unset ones come from models.yaml."""
-    parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
-    parser.add_argument(
-        "--model", help="manifest entry to read defaults from (default: its first text model)"
-    )
-    parser.add_argument("--base-model", help="local Hugging Face BERT-family folder or hub name")
-    parser.add_argument("--data-format", choices=("csv", "clinc150"))
-    parser.add_argument("--data", type=Path, help="CLINC150-style JSON (with --data-format clinc150)")
-    parser.add_argument("--train", type=Path, help="CSV with text,label")
-    parser.add_argument("--validation", type=Path, help="CSV with text,label")
-    parser.add_argument("--test", type=Path, help="CSV with text,label")
-    parser.add_argument("--blind", type=Path, help="CSV with text,label scored and gated, never tuned on")
-    parser.add_argument(
-        "--strict",
-        action=argparse.BooleanOptionalAction,
-        help="refuse evaluation texts that repeat an earlier split (default: models.yaml's for its own "
-        "data; off for data given here)",
-    )
-    parser.add_argument(
-        "--drop-repeats",
-        action=argparse.BooleanOptionalAction,
-        help="drop repeating evaluation texts (the report says which split was altered); default: "
-        "score every split whole and report the repeats",
-    )
-    parser.add_argument(
-        "--near-duplicate-overlap",
-        type=float,
-        help="word overlap that makes a near repeat (default: models.yaml's for its own data; exact "
-        "repeats only for data given here)",
-    )
-    parser.add_argument("--min-in-scope-accuracy", type=float, help="gate on test (and blind)")
-    parser.add_argument("--min-oos-recall", type=float, help="gate on test (and blind)")
-    parser.add_argument("--epochs", type=int)
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--threads", type=int, help="torch CPU threads for training")
-    parser.add_argument("--out", type=Path, help="output folder (default: build/<model>)")
-
-
-def add_weights_arguments(parser: argparse.ArgumentParser) -> None:
-    """``tsbatch export-text``'s options for serving your own fine-tuned folder."""
-    parser.add_argument(
-        "--weights",
-        type=Path,
-        help="your save_pretrained folder (config.json with id2label, weights, tokenizer): served as it "
-        "is, not trained; labelled data (--test, or --data-format clinc150 --data) is scored and gated",
-    )
-    parser.add_argument("--texts", type=Path, help="with --weights and no labelled data: texts to gate on")
-    parser.add_argument(
-        "--max-length", type=int, help="with --weights: tokens per text (default: the folder's)"
-    )
-    parser.add_argument("--oos-label", help="with --weights: the model's out-of-scope label (default: none)")
-    parser.add_argument(
-        "--oos-threshold", type=float, help="with --weights: answer out of scope below this top probability"
-    )
-
 
 # Settings of models.yaml's data section that describe the project's own data.
 PROJECT_DATA_KEYS = ("blind", "strict", "drop_repeats", "near_duplicate_overlap")
@@ -152,29 +95,11 @@ def settings_from_arguments(settings: TextModel, args: argparse.Namespace) -> Te
         raise TrainingError(f"invalid command-line settings: {exc}") from None
 
 
-def run_command(
-    description: str,
-    argv: list[str] | None,
-    build: Callable[[ModelSpec, TextModel, Path], object],
-    tag: str,
-    weights: bool = False,
+def build_and_report(
+    spec: ModelSpec, args: argparse.Namespace, build: Callable[[ModelSpec, TextModel, Path], object], tag: str
 ) -> int:
-    """Parse the shared options (``weights``: also those of your own folder), call
-    ``build(spec, settings with the overrides, out)`` and print the report, also when a
-    gate failed (it says which intents failed)."""
-    parser = argparse.ArgumentParser(
-        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    add_arguments(parser)
-    if weights:
-        add_weights_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        manifest = load_manifest(args.manifest)
-        spec = manifest.model(args.model or manifest.first_of_kind(TEXT))
-    except ManifestError as exc:
-        print(f"[{tag}] FAILED: {exc}", file=sys.stderr)
-        return 1
+    """``build(spec, settings with the command-line overrides, out)``, then the report, also
+    when a gate failed (it says which intents failed)."""
     out = args.out or spec.artifact_dir
     try:
         build(spec, settings_from_arguments(spec.entry_as(TextModel), args), out)
@@ -187,10 +112,20 @@ def run_command(
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command(
-        "Fine-tune a text classifier on labelled utterances and write its training report "
-        "(accuracy, out-of-scope recall, the gates), without building an archive.",
-        argv,
-        train_from_settings,
-        "train",
+    parser = argparse.ArgumentParser(
+        description="Fine-tune a text classifier on labelled utterances and write its training report "
+        "(accuracy, out-of-scope recall, the gates), without building an archive."
     )
+    parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
+    parser.add_argument(
+        "--model", help="manifest entry to read defaults from (default: its first text model)"
+    )
+    add_training_options(parser)
+    args = parser.parse_args(argv)
+    try:
+        manifest = load_manifest(args.manifest)
+        spec = manifest.model(args.model or manifest.first_of_kind(TEXT))
+    except ManifestError as exc:
+        print(f"[train] FAILED: {exc}", file=sys.stderr)
+        return 1
+    return build_and_report(spec, args, train_from_settings, "train")

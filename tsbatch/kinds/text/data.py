@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tsbatch.kinds.text.leakage import find_duplicates
-from tsbatch.kinds.text.schema import OOS_LABEL
-from tsbatch.kinds.text.schema import IntentData as DataSection
+from tsbatch.kinds.text.schema import OOS_LABEL, DataSection
 from tsbatch.paths import REPO_ROOT
 
 CLINC_SPLITS = {
@@ -35,6 +34,8 @@ class TrainingError(RuntimeError):
 
 @dataclass(frozen=True)
 class IntentData:
+    """The labelled splits as read (models.yaml's ``DataSection`` or files given), and their source."""
+
     train: list[Example]
     validation: list[Example]
     test: list[Example]

@@ -11,12 +11,13 @@ manifest's ``verify.atol``, or when the traced code names a device (it must foll
 ``labels.json``, ``handler_config.json``, ``build_info.json``, ``tokenizer/`` and the
 report (``report.json``, ``report.md``).
 
-    tsbatch export-text --weights DIR [--test test.csv]
-    tsbatch export-text [--base-model DIR] [--data-format clinc150 --data FILE]
+    tsbatch export --model MODEL --weights DIR [--test test.csv]
+    tsbatch export --model MODEL [--base-model DIR] [--data-format clinc150 --data FILE]
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 import warnings
 from collections.abc import Sequence
@@ -30,9 +31,9 @@ from tsbatch.archive import artifacts
 from tsbatch.archive.compiled import GateOutcome
 from tsbatch.archive.gate_report import write_gates_section
 from tsbatch.archive.manifest import ModelSpec
-from tsbatch.kinds.text.cli import run_command
+from tsbatch.kinds.text.cli import build_and_report
 from tsbatch.kinds.text.data import TrainingError
-from tsbatch.kinds.text.gating import compile_and_gate, labelled_gate_inputs
+from tsbatch.kinds.text.gating import gate_text_candidates, labelled_gate_inputs
 from tsbatch.kinds.text.kind import TEXT
 from tsbatch.kinds.text.model import TOKENIZER_DIR, ReadyClassifier
 from tsbatch.kinds.text.pretrained import hugging_face_difference
@@ -147,10 +148,11 @@ def verification_texts(texts: Sequence[str], count: int = 12) -> list[str]:
     return [texts[round(i * step)] for i in range(count)]
 
 
-def handler_config(
+def exported_handler_config(
     spec: ModelSpec, ready: ReadyClassifier, gates: GateOutcome | None = None
 ) -> dict[str, Any]:
-    """Every TextModelConfig field except torch_threads, which packaging adds."""
+    """The archive's handler config (``Kind.handler_config``) with what this export found: every
+    TextModelConfig field except torch_threads, which packaging adds."""
     found = {
         "tokenizer_dir": TOKENIZER_DIR,
         "base_model": ready.description,
@@ -254,12 +256,12 @@ def export(spec: ModelSpec, settings: TextModel | None = None, out: Path | None 
         model_path.unlink(missing_ok=True)
         raise
     note_verification(out, verification, atol)
-    gates = compile_and_gate(
+    gates = gate_text_candidates(
         settings, out, ready.model, served, ready.tokenizer_dir, ready.gate_texts, ready.score
     )
     write_gates_section(out, gates, spec.name)
     artifacts.write_json(out / artifacts.LABELS_FILE, ready.labels)
-    artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, handler_config(spec, ready, gates))
+    artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, exported_handler_config(spec, ready, gates))
     import transformers
 
     artifacts.write_json(
@@ -280,13 +282,7 @@ def export(spec: ModelSpec, settings: TextModel | None = None, out: Path | None 
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    return run_command(
-        "Serve your fine-tuned text classifier (--weights DIR), or train one (on our intents or your "
-        "data); export it to TorchScript, check it against the eager model and write the files an "
-        "archive needs into build/<model>/.",
-        argv,
-        export,
-        "export",
-        weights=True,
-    )
+def export_with_options(spec: ModelSpec, args: argparse.Namespace) -> int:
+    """``tsbatch export`` for a text model: its entry with the command-line overrides
+    (``tsbatch.kinds.text.options``), then the report."""
+    return build_and_report(spec, args, export, "export")

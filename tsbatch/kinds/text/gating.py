@@ -70,7 +70,7 @@ def text_batches(tokenizer_dir: Path, max_length: int, texts: Sequence[str], siz
     return [tuple(pad_to_longest(rows[start : start + size], padding)) for start in range(0, len(rows), size)]
 
 
-def compile_and_gate(
+def gate_text_candidates(
     settings: TextModel,
     out: Path,
     model: torch.nn.Module,

@@ -8,6 +8,7 @@ from batchkit.protocols import InputSchema
 from tsbatch.archive.kind import Kind
 from tsbatch.config.findings import Problem
 from tsbatch.kinds.text import workload
+from tsbatch.kinds.text.options import add_export_options
 from tsbatch.kinds.text.schema import TextModel
 
 # A token of our tokenizers is at most this many UTF-8 bytes on average in the worst case
@@ -45,6 +46,7 @@ TEXT = Kind(
     handler="handlers/text_classifier_handler.py",
     resolved=frozenset({"tokenizer_dir", "base_model", "oos_threshold"}),
     exporter="tsbatch.kinds.text.export",
+    export_options=add_export_options,
     sweep="tsbatch.kinds.text.sweep",
     stand_in="base",
     workload=workload.WORKLOAD,

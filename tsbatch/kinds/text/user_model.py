@@ -3,7 +3,7 @@ tokenizer and max_length from the folder, its scores on labelled data when you g
 (gated like a trained model's), else texts on which the serving candidates must agree with
 fp32, and the report that says where the model came from.
 
-    tsbatch export-text --weights DIR [--test test.csv | --data-format clinc150 --data my.json]
+    tsbatch export --model M --weights DIR [--test test.csv | --data-format clinc150 --data my.json]
 """
 
 from __future__ import annotations

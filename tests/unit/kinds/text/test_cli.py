@@ -1,13 +1,17 @@
-"""The options shared by train_intent and export_intent, over the manifest entry."""
+"""The text kind's options (`tsbatch text train`, `tsbatch export` of a text model) over the manifest entry."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 import pytest
 
-from tsbatch.kinds.text.cli import add_arguments, add_weights_arguments, settings_from_arguments
+from tsbatch.cli.main import main
+from tsbatch.kinds.text.cli import settings_from_arguments
 from tsbatch.kinds.text.data import TrainingError
+from tsbatch.kinds.text.options import add_export_options, add_training_options
 from tsbatch.kinds.text.schema import TextModel, TrainingOptions
 
 
@@ -17,7 +21,7 @@ def entry(**settings: object) -> TextModel:
 
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    add_arguments(parser)
+    add_training_options(parser)
     return parser.parse_args(list(argv))
 
 
@@ -69,8 +73,7 @@ def test_project_data_settings_do_not_apply_to_data_given_on_the_command_line() 
 
 def parse_export(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    add_weights_arguments(parser)
+    add_export_options(parser)
     return parser.parse_args(list(argv))
 
 
@@ -92,3 +95,19 @@ def test_weights_options_set_the_folder_s_keys() -> None:
     assert (merged.max_length, merged.oos_label) == (32, "other")
     threshold = settings_from_arguments(mine, parse_export("--weights", "w", "--oos-threshold", "0.5"))
     assert threshold.weights is not None and threshold.weights.oos_threshold == 0.5
+
+
+def test_text_train_trains_and_reports_without_building_an_archive(
+    tmp_path: Path, tiny_base_model: Path, tiny_clinc: Path
+) -> None:
+    """`tsbatch text train` on a tiny encoder: the report is written, the gates decide the status."""
+    out = tmp_path / "check"
+    argv = ["text", "train", "--data-format", "clinc150", "--data", str(tiny_clinc)]
+    argv += ["--base-model", str(tiny_base_model), "--epochs", "1", "--threads", "1", "--out", str(out)]
+    assert main([*argv, "--min-in-scope-accuracy", "0", "--min-oos-recall", "0"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["passed"] is True and "test" in report
+    assert not (out / "model.pt").exists() and not (out / "handler_config.json").exists()
+    assert main(argv) == 1  # models.yaml's gates, which a 1-epoch tiny model misses
+    failed = json.loads((out / "report.json").read_text())
+    assert failed["passed"] is False and failed["failures"]

@@ -11,6 +11,7 @@ import torch
 from batchkit.config import TextModelConfig, from_mapping
 from tests.conftest import tiny_encoder
 from tsbatch.archive import artifacts
+from tsbatch.archive.export import main as export_command
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.kinds.text import export as export_module
 from tsbatch.kinds.text.export import ExportError, pinned_devices, trace, verification_texts, verify
@@ -18,13 +19,13 @@ from tsbatch.kinds.text.model import IntentClassifier
 from tsbatch.kinds.text.schema import TextModel
 
 
-def test_export_main_trains_on_clinc_json_with_a_local_base_model(
+def test_export_command_trains_on_clinc_json_with_a_local_base_model(
     tmp_path: Path, tiny_base_model: Path, tiny_clinc: Path
 ) -> None:
     out = tmp_path / "build"
     argv = ["--data-format", "clinc150", "--data", str(tiny_clinc)]
     argv += ["--base-model", str(tiny_base_model), "--epochs", "1", "--out", str(out), "--threads", "1"]
-    exit_code = export_module.main(argv)
+    exit_code = export_command(["--model", "bert_intent", *argv])
     # The manifest's gates apply; a 1-epoch tiny random model cannot pass them.
     assert exit_code == 1
     report = json.loads((out / "report.json").read_text())

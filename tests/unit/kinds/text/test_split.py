@@ -1,4 +1,4 @@
-"""The committed intent data and the script that splits it (`tsbatch split-intents`)."""
+"""The committed intent data and the script that splits it (`tsbatch text split`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Building from a user's folder: the four-key entry, labelled data scored and gated, out of
-scope only when asked, and ``tsbatch export-text --weights``."""
+scope only when asked, and ``tsbatch export --model M --weights``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import yaml
 
 from batchkit.config import TextModelConfig, from_mapping
 from tests.classifier_folders import LABELS, TOKENS
+from tsbatch.archive.export import main as export_command
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.kinds.text import export as export_module
 from tsbatch.kinds.text.evaluate import predict_probabilities
@@ -113,15 +114,24 @@ def test_export_text_weights_scores_and_gates_labelled_data(text_classifier_fold
     }
     manifest_path.write_text(yaml.safe_dump({"models": {"intents": trained}}))
     out = tmp_path / "build"
-    argv = ["--manifest", str(manifest_path), "--weights", str(folder), "--test", str(test_csv)]
+    argv = [
+        "--manifest",
+        str(manifest_path),
+        "--model",
+        "intents",
+        "--weights",
+        str(folder),
+        "--test",
+        str(test_csv),
+    ]
     argv += ["--oos-threshold", "0.2", "--out", str(out)]
 
-    assert export_module.main([*argv, "--min-in-scope-accuracy", "1.0"]) == 1
+    assert export_command([*argv, "--min-in-scope-accuracy", "1.0"]) == 1
     failed = json.loads((out / "report.json").read_text())
     assert failed["failures"] == [f"test in_scope_accuracy {accuracy:.4f} < gate 1.0"]
     assert not (out / "model.pt").exists()
 
-    assert export_module.main(argv) == 0
+    assert export_command(argv) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["test"]["in_scope_accuracy"] == pytest.approx(accuracy, abs=1e-4)
     assert report["test"]["oos_examples"] == 1 and report["out_of_scope"] == {

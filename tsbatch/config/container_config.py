@@ -1,7 +1,7 @@
 """Write the configs the image runs: config.properties with container addresses and paths.
 
 The repository's config.properties binds loopback, which inside a container would make
-the server unreachable through published ports. Two profiles are derived from it, each
+the server unreachable through published ports. Two configs are derived from it, each
 differing only in the entries listed below, so batch settings, limits and metrics stay
 exactly what ops edited:
 
@@ -29,7 +29,7 @@ from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 
 APP_DIR = "/app"  # where the Dockerfile puts the repository's runtime files
 
-# The entries every container profile changes.
+# The entries every derived config changes.
 CONTAINER_ENTRIES = {
     "inference_address": "http://0.0.0.0:8080",
     "management_address": "http://0.0.0.0:8081",
@@ -50,15 +50,15 @@ CONTAINER_NOTE = """\
 
 
 @dataclass(frozen=True)
-class Profile:
+class DerivedConfig:
     """One generated config: where it goes, what it changes, and why (its header)."""
 
-    target: Path
+    path: Path
     entries: dict[str, str]
     why: str
 
     def render(self, source_text: str) -> str:
-        """This profile's config for a given config.properties text."""
+        """This config for a given config.properties text."""
         text = source_text
         for key, value in self.entries.items():
             text = replace_entry(text, key, f"{key}={value}\n")
@@ -70,16 +70,16 @@ class Profile:
         return header + text
 
 
-CONTAINER = Profile(
-    target=REPO_ROOT / "deploy" / "config.container.properties",
+CONTAINER = DerivedConfig(
+    path=REPO_ROOT / "deploy" / "config.container.properties",
     entries=CONTAINER_ENTRIES,
     why=(
         "# Token auth stays on: TorchServe writes key_file.json into its working directory\n"
         "# (/home/model-server in the image); deploy/probe.py reads it for the health checks.\n"
     ),
 )
-CLUSTER = Profile(
-    target=REPO_ROOT / "deploy" / "config.cluster.properties",
+CLUSTER = DerivedConfig(
+    path=REPO_ROOT / "deploy" / "config.cluster.properties",
     entries={**CONTAINER_ENTRIES, "disable_token_authorization": "true"},
     why=(
         "#   disable_token_authorization=true  TorchServe 0.12 keys are random per process, so\n"
@@ -89,8 +89,7 @@ CLUSTER = Profile(
         "#       and Prometheus to 8082, never 8081. See docs/production.md (threat model).\n"
     ),
 )
-PROFILES = (CONTAINER, CLUSTER)
-TARGET = CONTAINER.target
+DERIVED_CONFIGS = (CONTAINER, CLUSTER)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,14 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         "config.properties, or with --check fail when they are out of date."
     )
     parser.add_argument("--source", type=Path, default=DEFAULT_PROPERTIES)
-    parser.add_argument("--output-dir", type=Path, help="write the profiles here instead of deploy/")
+    parser.add_argument("--output-dir", type=Path, help="write the configs here instead of deploy/")
     parser.add_argument("--check", action="store_true", help="exit 1 if a generated file is stale")
     args = parser.parse_args(argv)
     source = args.source.read_text()
     stale = 0
-    for profile in PROFILES:
-        output = args.output_dir / profile.target.name if args.output_dir else profile.target
-        expected = profile.render(source)
+    for derived in DERIVED_CONFIGS:
+        output = args.output_dir / derived.path.name if args.output_dir else derived.path
+        expected = derived.render(source)
         if not args.check:
             output.write_text(expected)
             print(f"wrote {output}")
