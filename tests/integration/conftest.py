@@ -7,6 +7,8 @@ directory, and is stopped in ``finally`` whatever the test did.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -34,6 +36,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
+@contextlib.contextmanager
+def one_process_at_a_time(name: str) -> Iterator[None]:
+    """Held by one test process at a time (``make test`` runs several, pytest-xdist): what
+    they build into the repository (archives, plugin jars) is built once, never twice at once."""
+    lock = REPO_ROOT / "build" / f".{name}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _require_java() -> None:
     if shutil.which("java") is None:
         pytest.fail("Java 17 is required for integration tests (run `make java`)")
@@ -49,11 +65,12 @@ def model_store() -> Path:
     """
     manifest = load_manifest()
     env = {ALLOW_DIGITS_ENV: "1", **os.environ}
-    for name in manifest.models:
-        if not (manifest.model_store / f"{name}.mar").exists():
-            subprocess.run(
-                [sys.executable, "-m", "tsbatch", "archive", "--model", name], cwd=REPO_ROOT, env=env
-            )
+    with one_process_at_a_time("model-store"):
+        for name in manifest.models:
+            if not (manifest.model_store / f"{name}.mar").exists():
+                subprocess.run(
+                    [sys.executable, "-m", "tsbatch", "archive", "--model", name], cwd=REPO_ROOT, env=env
+                )
     return manifest.model_store
 
 
@@ -68,7 +85,8 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServ
     ``server.stop()``.
     """
     _require_java()
-    build_all()  # the frontend plugins config.properties' plugins_path names (a no-op when built)
+    with one_process_at_a_time("plugins"):
+        build_all()  # the frontend plugins config.properties' plugins_path names (a no-op when built)
     started: list[TorchServe] = []
 
     def start(model_store: Path, models: list[str] | None = None, **options: Any) -> TorchServe:

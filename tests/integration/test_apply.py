@@ -34,6 +34,8 @@ from tsbatch.server.apply_lock import LOCK_NAME
 from tsbatch.server.apply_plan import LiveSettings
 from tsbatch.server.process import TorchServe
 
+pytestmark = pytest.mark.serial  # timed under load: run alone
+
 MODEL, OTHER = "resnet18", "bert_intent"
 # Slow batches: 8 camera photos of 12 MP take the worker about a second to decode (longer on
 # shared cores), longer than the old drain's fixed settle time.

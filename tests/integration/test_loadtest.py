@@ -26,6 +26,8 @@ from tsbatch.paths import REPO_ROOT
 from tsbatch.server.ports import free_port
 from tsbatch.server.process import TorchServe
 
+pytestmark = pytest.mark.serial  # timed under load: run alone
+
 LOCUST = Path(sys.executable).parent / "locust"
 TSBATCH_LOADTEST = [sys.executable, "-m", "tsbatch", "loadtest"]
 LOCUSTFILE = REPO_ROOT / "loadtest" / "locustfile.py"
