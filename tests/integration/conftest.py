@@ -77,17 +77,56 @@ def model_store() -> Path:
 StartServer = Callable[..., TorchServe]
 
 
+class Servers:
+    """The instances the session started: each module's are stopped when the module ends (in
+    the background, so the next module starts at once), the shared one at the session's end."""
+
+    def __init__(self) -> None:
+        self.started: list[TorchServe] = []
+        self.shared: list[TorchServe] = []
+        self.stopping = ThreadPoolExecutor(max_workers=4)
+
+    def stop_all_but_shared(self) -> None:
+        shared = {id(server) for server in self.shared}
+        done = [server for server in self.started if id(server) not in shared]
+        self.started = [server for server in self.started if id(server) in shared]
+        for server in done:
+            self.stopping.submit(server.stop)
+
+    def stop_all(self) -> None:
+        """Each stop waits for its process group to exit: all at once, not one after another."""
+        self.shared.clear()
+        self.stop_all_but_shared()
+        self.stopping.shutdown(wait=True)
+
+
 @pytest.fixture(scope="session")
-def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServer]:
+def servers() -> Iterator[Servers]:
+    started = Servers()
+    try:
+        yield started
+    finally:
+        started.stop_all()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def stop_the_module_s_servers(servers: Servers) -> Iterator[None]:
+    """An idle server left running still costs memory and CPU (TorchServe's metrics
+    collection) to the modules after it, and to the ones running beside it."""
+    yield
+    servers.stop_all_but_shared()
+
+
+@pytest.fixture(scope="session")
+def start_server(servers: Servers, tmp_path_factory: pytest.TempPathFactory) -> StartServer:
     """Factory: ``start_server(model_store, models=[...], overrides={...}, model_overrides={...})``.
 
-    Every instance it starts is stopped at the end of the session, or earlier with
-    ``server.stop()``.
+    Every instance it starts is stopped at the end of its test module (the shared
+    ``torchserve`` at the end of the session), or earlier with ``server.stop()``.
     """
     _require_java()
     with one_process_at_a_time("plugins"):
         build_all()  # the frontend plugins config.properties' plugins_path names (a no-op when built)
-    started: list[TorchServe] = []
 
     def start(model_store: Path, models: list[str] | None = None, **options: Any) -> TorchServe:
         names = models if models is not None else list(load_manifest().models)
@@ -96,17 +135,15 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServ
             pytest.fail(f"no archive for {missing} in {model_store}: its build failed (see output above)")
         run_dir = tmp_path_factory.mktemp("torchserve")
         server = start_instance(run_dir, model_store, models, **options)
-        started.append(server)
+        servers.started.append(server)
         return server
 
-    try:
-        yield start
-    finally:  # each stop waits for its process group to exit: all at once, not one after another
-        with ThreadPoolExecutor(max_workers=max(len(started), 1)) as pool:
-            list(pool.map(TorchServe.stop, started))
+    return start
 
 
 @pytest.fixture(scope="session")
-def torchserve(start_server: StartServer, model_store: Path) -> TorchServe:
+def torchserve(servers: Servers, start_server: StartServer, model_store: Path) -> TorchServe:
     """One shared instance serving every model with the settings of config.properties."""
-    return start_server(model_store)
+    server = start_server(model_store)
+    servers.shared.append(server)
+    return server
