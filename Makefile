@@ -83,8 +83,8 @@ perf-analyzer: ## NVIDIA's perf_analyzer (tritonclient 2.40.0's binary, libcudar
 test: install archive test-tools ## Install what is needed and run the whole suite (unit + integration; TEST_JOBS=2 side by side, then the serial tests alone)
 	$(call two_runs,)
 
-test-unit: $(INSTALLED) ## Fast unit tests only (everything not marked integration)
-	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
+test-unit: $(INSTALLED) ## Fast unit tests only (everything not marked integration), side by side in TEST_JOBS processes
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not integration" $(PYTEST_ARGS)
 
 test-integration: install archive test-tools ## Integration tests against real TorchServe instances (as `make test` runs them)
 	$(call two_runs,integration and)
