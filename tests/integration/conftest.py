@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -85,13 +85,17 @@ class Servers:
         self.started: list[TorchServe] = []
         self.shared: list[TorchServe] = []
         self.stopping = ThreadPoolExecutor(max_workers=4)
+        self.pending: list[Future[None]] = []
 
     def stop_all_but_shared(self) -> None:
         shared = {id(server) for server in self.shared}
         done = [server for server in self.started if id(server) not in shared]
         self.started = [server for server in self.started if id(server) in shared]
-        for server in done:
-            self.stopping.submit(server.stop)
+        self.pending += [self.stopping.submit(server.stop) for server in done]
+
+    def wait_for_stops(self) -> None:
+        wait(self.pending)
+        self.pending.clear()
 
     def stop_all(self) -> None:
         """Each stop waits for its process group to exit: all at once, not one after another."""
@@ -110,9 +114,13 @@ def servers() -> Iterator[Servers]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def stop_the_module_s_servers(servers: Servers) -> Iterator[None]:
+def stop_the_module_s_servers(servers: Servers, request: pytest.FixtureRequest) -> Iterator[None]:
     """An idle server left running still costs memory and CPU (TorchServe's metrics
-    collection) to the modules after it, and to the ones running beside it."""
+    collection) to the modules after it, and to the ones running beside it. A module with
+    timed (``serial``) tests starts once the servers before it have stopped."""
+    mine = [item for item in request.session.items if item.module is request.module]
+    if any(item.get_closest_marker("serial") for item in mine):
+        servers.wait_for_stops()
     yield
     servers.stop_all_but_shared()
 
