@@ -9,6 +9,19 @@ TSBATCH := $(VENV)/bin/tsbatch
 INSTALLED := $(VENV)/.installed
 SERVE_DIR := .serve
 PYTEST_ARGS ?=
+# `make test` runs the suite in two pytest runs: first everything not marked `serial` side by
+# side in TEST_JOBS processes (pytest-xdist, one test file per process at a time, so a module's
+# server starts once), then the `serial` tests alone (they time latency, stalls or shedding
+# under load, which a neighbour's CPU would skew). TEST_JOBS=0 runs the first part in one process.
+TEST_JOBS ?= 2
+# $(1): a marker expression ANDed with the split ("" for all tests). A run that selects nothing
+# (pytest's exit status 5) is no failure; either run failing fails the target.
+define two_runs
+status=0; \
+$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "$(1) not serial" $(PYTEST_ARGS) || { rc=$$?; [ $$rc = 5 ] || status=$$rc; }; \
+$(PY) -m pytest -p no:xdist -m "$(1) serial" $(PYTEST_ARGS) || { rc=$$?; [ $$rc = 5 ] || status=$$rc; }; \
+exit $$status
+endef
 
 # bench-% is left out: a phony target gets no pattern rule (its `install` prerequisite runs it every time).
 .PHONY: help install java archive plugins serve stop status doctor check-config test test-tools test-unit \
@@ -67,14 +80,14 @@ test-tools: ## Chromium, Prometheus and perf_analyzer for the web-UI, scrape and
 perf-analyzer: ## NVIDIA's perf_analyzer (tritonclient 2.40.0's binary, libcudart 12) into build/perf_analyzer/, outside the venv
 	@bash scripts/ensure_perf_analyzer.sh
 
-test: install archive test-tools ## Install what is needed and run the whole suite (unit + integration)
-	$(PY) -m pytest $(PYTEST_ARGS)
+test: install archive test-tools ## Install what is needed and run the whole suite (unit + integration; TEST_JOBS=2 side by side, then the serial tests alone)
+	$(call two_runs,)
 
-test-unit: $(INSTALLED) ## Fast unit tests only (everything not marked integration)
-	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
+test-unit: $(INSTALLED) ## Fast unit tests only (everything not marked integration), side by side in TEST_JOBS processes
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not integration" $(PYTEST_ARGS)
 
-test-integration: install archive test-tools ## Integration tests against real TorchServe instances
-	$(PY) -m pytest -m integration $(PYTEST_ARGS)
+test-integration: install archive test-tools ## Integration tests against real TorchServe instances (as `make test` runs them)
+	$(call two_runs,integration and)
 
 lint: $(INSTALLED) ## ruff
 	$(VENV)/bin/ruff check .

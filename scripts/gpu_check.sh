@@ -58,7 +58,7 @@ PRECISIONS=${GPU_CHECK_PRECISIONS:-}
 LOCUST_TIME=${GPU_CHECK_LOCUST_TIME:-20s}
 LOCUST_USERS=${GPU_CHECK_LOCUST_USERS:-16}
 DECODE_THREADS=${GPU_CHECK_DECODE_THREADS:-4}  # the CPU decode pool the device is measured against
-DECODE_SECONDS=${GPU_CHECK_DECODE_SECONDS:-15} # measured seconds per served decode run (step 4)
+DECODE_SECONDS=${GPU_CHECK_DECODE_SECONDS:-15} # measured seconds per served decode run (step 4; in process, at most 3)
 # Real photos decoded on the device vs the CPU pool, first thing (no build needed; '' skips).
 PHOTO_SIZES=${GPU_CHECK_PHOTO_SIZES-1920x1080,4032x3024,8000x6000}
 LOG="$REPORT_DIR/gpu_check.log"
@@ -139,7 +139,7 @@ if [ -n "$PHOTO_SIZES" ]; then
   started=$(date +%s)
   say "decoding real photos ($PHOTO_SIZES) on $DEVICE (tensor path) vs the CPU pool ($DECODE_THREADS threads)"
   "$PY" -m tsbatch.gpucheck.decoding --photos-only --photo-sizes "$PHOTO_SIZES" --device "$DEVICE" \
-    --threads "$DECODE_THREADS" --out "$REPORT_DIR" 2>&1 | tee -a "$LOG"
+    --threads "$DECODE_THREADS" --seconds "$DECODE_SECONDS" --out "$REPORT_DIR" 2>&1 | tee -a "$LOG"
   say "photos finished in $(( $(date +%s) - started )) s"
 fi
 

@@ -7,12 +7,14 @@ directory, and is stopped in ``finally`` whatever the test did.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
+@contextlib.contextmanager
+def one_process_at_a_time(name: str) -> Iterator[None]:
+    """Held by one test process at a time (``make test`` runs several, pytest-xdist): what
+    they build into the repository (archives, plugin jars) is built once, never twice at once."""
+    lock = REPO_ROOT / "build" / f".{name}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _require_java() -> None:
     if shutil.which("java") is None:
         pytest.fail("Java 17 is required for integration tests (run `make java`)")
@@ -49,30 +65,79 @@ def model_store() -> Path:
     """
     manifest = load_manifest()
     env = {ALLOW_DIGITS_ENV: "1", **os.environ}
-    for name in manifest.models:
-        if not (manifest.model_store / f"{name}.mar").exists():
-            subprocess.run(
-                [sys.executable, "-m", "tsbatch", "archive", "--model", name], cwd=REPO_ROOT, env=env
-            )
+    with one_process_at_a_time("model-store"):
+        for name in manifest.models:
+            if not (manifest.model_store / f"{name}.mar").exists():
+                subprocess.run(
+                    [sys.executable, "-m", "tsbatch", "archive", "--model", name], cwd=REPO_ROOT, env=env
+                )
     return manifest.model_store
 
 
 StartServer = Callable[..., TorchServe]
 
 
+class Servers:
+    """The instances the session started: each module's are stopped when the module ends (in
+    the background, so the next module starts at once), the shared one at the session's end."""
+
+    def __init__(self) -> None:
+        self.started: list[TorchServe] = []
+        self.shared: list[TorchServe] = []
+        self.stopping = ThreadPoolExecutor(max_workers=4)
+        self.pending: list[Future[None]] = []
+
+    def stop_all_but_shared(self) -> None:
+        shared = {id(server) for server in self.shared}
+        done = [server for server in self.started if id(server) not in shared]
+        self.started = [server for server in self.started if id(server) in shared]
+        self.pending += [self.stopping.submit(server.stop) for server in done]
+
+    def wait_for_stops(self) -> None:
+        wait(self.pending)
+        self.pending.clear()
+
+    def stop_all(self) -> None:
+        """Each stop waits for its process group to exit: all at once, not one after another."""
+        self.shared.clear()
+        self.stop_all_but_shared()
+        self.stopping.shutdown(wait=True)
+
+
 @pytest.fixture(scope="session")
-def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServer]:
+def servers() -> Iterator[Servers]:
+    started = Servers()
+    try:
+        yield started
+    finally:
+        started.stop_all()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def stop_the_module_s_servers(servers: Servers, request: pytest.FixtureRequest) -> Iterator[None]:
+    """An idle server left running still costs memory and CPU (TorchServe's metrics
+    collection) to the modules after it, and to the ones running beside it. A module with
+    timed (``serial``) tests starts once the servers before it have stopped."""
+    mine = [item for item in request.session.items if item.module is request.module]
+    if any(item.get_closest_marker("serial") for item in mine):
+        servers.wait_for_stops()
+    yield
+    servers.stop_all_but_shared()
+
+
+@pytest.fixture(scope="session")
+def start_server(servers: Servers, tmp_path_factory: pytest.TempPathFactory) -> StartServer:
     """Factory: ``start_server(model_store, models=[...], overrides={...}, source=...)``.
 
     Other batch settings need archives packaged with them: ``package.private_store`` gives a
     config and a store to pass as ``source`` and ``model_store``.
 
-    Every instance it starts is stopped at the end of the session, or earlier with
-    ``server.stop()``.
+    Every instance it starts is stopped at the end of its test module (the shared
+    ``torchserve`` at the end of the session), or earlier with ``server.stop()``.
     """
     _require_java()
-    build_all()  # the frontend plugins config.properties' plugins_path names (a no-op when built)
-    started: list[TorchServe] = []
+    with one_process_at_a_time("plugins"):
+        build_all()  # the frontend plugins config.properties' plugins_path names (a no-op when built)
 
     def start(model_store: Path, models: list[str] | None = None, **options: Any) -> TorchServe:
         names = models if models is not None else list(load_manifest().models)
@@ -81,17 +146,15 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServ
             pytest.fail(f"no archive for {missing} in {model_store}: its build failed (see output above)")
         run_dir = tmp_path_factory.mktemp("torchserve")
         server = start_instance(run_dir, model_store, models, **options)
-        started.append(server)
+        servers.started.append(server)
         return server
 
-    try:
-        yield start
-    finally:  # each stop waits for its process group to exit: all at once, not one after another
-        with ThreadPoolExecutor(max_workers=max(len(started), 1)) as pool:
-            list(pool.map(TorchServe.stop, started))
+    return start
 
 
 @pytest.fixture(scope="session")
-def torchserve(start_server: StartServer, model_store: Path) -> TorchServe:
+def torchserve(servers: Servers, start_server: StartServer, model_store: Path) -> TorchServe:
     """One shared instance serving every model with the settings of config.properties."""
-    return start_server(model_store)
+    server = start_server(model_store)
+    servers.shared.append(server)
+    return server

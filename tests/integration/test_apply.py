@@ -95,6 +95,7 @@ def properties(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.serial  # its server is timed under load: run alone
 def test_two_workers_with_slow_batches_under_load_fail_no_request(
     registering_server: TorchServe, properties: Path
 ) -> None:
@@ -133,6 +134,7 @@ def test_two_workers_with_slow_batches_under_load_fail_no_request(
     assert staged_archives(server) == [f"{MODEL}-1.0.b{BATCH}d10w2"], "only the served one is kept"
 
 
+@pytest.mark.serial  # its server is timed under load: run alone
 def test_other_models_clients_do_not_stall_during_an_apply(registering_server: TorchServe) -> None:
     """Register and scale are asynchronous: no frontend thread waits for the new workers, so
     bert_intent's clients are answered as usual while resnet18's new version starts."""
@@ -157,6 +159,7 @@ def test_other_models_clients_do_not_stall_during_an_apply(registering_server: T
     assert worst_s < STALL_BOUND_S, f"a {OTHER} client waited {worst_s:.2f}s during the apply\n{done.stdout}"
 
 
+@pytest.mark.serial  # its server is timed under load: run alone
 def test_two_applies_at_once_one_refused_and_the_end_consistent(
     registering_server: TorchServe, properties: Path
 ) -> None:
@@ -177,6 +180,7 @@ def test_two_applies_at_once_one_refused_and_the_end_consistent(
     assert staged_archives(server) == [f"{MODEL}-{version}"]
 
 
+@pytest.mark.serial  # its server is timed under load: run alone
 def test_an_apply_killed_after_its_switch_is_finished_by_the_next(
     registering_server: TorchServe, properties: Path
 ) -> None:
@@ -209,6 +213,7 @@ def test_an_apply_killed_after_its_switch_is_finished_by_the_next(
     assert properties_batch_size(properties) == 3
 
 
+@pytest.mark.serial  # its server is timed under load: run alone
 def test_more_workers_scale_in_place_under_load(registering_server: TorchServe) -> None:
     server = registering_server
     version = server.client.describe(OTHER)["modelVersion"]
@@ -224,6 +229,7 @@ def test_more_workers_scale_in_place_under_load(registering_server: TorchServe) 
     assert sum(1 for worker in now["workers"] if worker["status"] == "READY") == 2
 
 
+@pytest.mark.serial  # its server is timed under load: run alone
 def test_a_wrong_key_is_refused_and_changes_nothing(
     registering_server: TorchServe, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -17,6 +17,8 @@ from tests.integration.test_resnet_serving import digit_png
 from tsbatch.archive.package import private_store
 from tsbatch.server.process import TorchServe
 
+pytestmark = pytest.mark.serial  # timed under load: run alone
+
 MODEL = "resnet18"
 # A batch of three fills at once; the delay only matters if a request is slow to arrive.
 BATCHING = {MODEL: {"batchSize": 3, "maxBatchDelay": 2000}}

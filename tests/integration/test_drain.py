@@ -28,7 +28,7 @@ from tsbatch.environment import DRAIN_FILE_ENV, DRAIN_SECONDS_ENV
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.process import TorchServe, effective_properties
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # timed under load: run alone
 
 MODEL = "resnet18"
 DRAIN_SECONDS = 4.0

@@ -98,6 +98,7 @@ def write_sla(tmp_path: Path, resnet18: dict[str, float], bert_intent: dict[str,
     return sla_file
 
 
+@pytest.mark.serial  # the cpu profile's latency targets: run alone
 def test_cpu_profile_passes_with_mixed_traffic(server: TorchServe, tmp_path: Path) -> None:
     report = tmp_path / "sla.json"
     html = tmp_path / "sla.html"

@@ -22,7 +22,7 @@ from tests.integration.support import background_load, record
 from tsbatch.client.load import Record
 from tsbatch.sla.percentile import percentile
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # timed under load: run alone
 
 MODEL = "resnet18"
 QUEUE = 4

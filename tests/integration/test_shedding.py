@@ -17,6 +17,8 @@ from tests.integration.test_resnet_serving import digit_png
 from tsbatch.bench.trickle_burst import compare
 from tsbatch.server.process import TorchServe
 
+pytestmark = pytest.mark.serial  # timed under load: run alone
+
 MODEL = "resnet18"
 BUDGET_MS = 50.0
 

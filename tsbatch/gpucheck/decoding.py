@@ -184,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--threads", type=int, default=min(4, os.cpu_count() or 1), help="the CPU pool's size"
     )
-    parser.add_argument("--seconds", type=float, default=15.0, help="measured seconds per served run")
+    parser.add_argument(
+        "--seconds", type=float, default=15.0, help="measured seconds per served run (in process: at most 3)"
+    )
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "gpu-check")
     parser.add_argument(
         "--photo-sizes",
