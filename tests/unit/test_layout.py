@@ -99,7 +99,7 @@ def test_there_is_no_import_cycle() -> None:
 # batch core runs inside TorchServe; the toolkit's core knows no model kind; each kind builds
 # on the core (found through the tsbatch.kinds entry points); the commands put them together.
 LAYERS = ("batchkit", "core", "kinds", "commands")
-CORE_PACKAGES = ("archive", "config", "server", "client", "sla", "workloads", "analysis", "locust", "container")  # fmt: skip
+CORE_PACKAGES = ("archive", "config", "configcheck", "server", "client", "sla", "workloads", "analysis", "locust", "container")  # fmt: skip
 COMMAND_PACKAGES = ("cli", "bench", "gpucheck", "__main__")
 # The import lines the core must not have, even inside a function (issue 31's grep).
 KIND_IMPORT = re.compile(r"^\s*(from|import) tsbatch\.kinds", re.MULTILINE)
@@ -265,12 +265,12 @@ def test_the_table_checker_sees_a_missing_and_a_stale_module(tmp_path: Path) -> 
     page = tmp_path / "architecture.md"
     page.write_text(
         "| folder | what it is | modules |\n| --- | --- | --- |\n"
-        "| `tsbatch/server/` | running | `process` (`TorchServe`), `daemon`, `gone` |\n"
+        "| `tsbatch/server/` | running | `process` (`TorchServe`), `ports`, `gone` |\n"
     )
     rows = table_rows(page)
-    assert rows == {"tsbatch/server/": {"process", "daemon", "gone"}}
+    assert rows == {"tsbatch/server/": {"process", "ports", "gone"}}
     missing = unlisted_modules(rows)
     assert "`served` (tsbatch/server/served.py) is missing from the row `tsbatch/server/`" in missing
     assert "tsbatch/machine.py: the table has no row `tsbatch/`" in missing
-    assert listed_name_exists("tsbatch/server/", "daemon")
+    assert listed_name_exists("tsbatch/server/", "ports")
     assert not listed_name_exists("tsbatch/server/", "gone")
