@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -93,6 +94,47 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_there_is_no_import_cycle() -> None:
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The imports between tsbatch's first-level packages (and top-level modules): one package
+    imports another when any module under the one imports any module under the other."""
+
+    def package(module: str) -> str | None:
+        parts = module.split(".")
+        return ".".join(parts[:2]) if parts[0] == "tsbatch" and len(parts) > 1 else None
+
+    packages: dict[str, set[str]] = {}
+    for module, imports in graph.items():
+        if (source := package(module)) is not None:
+            targets = {target for name in imports if (target := package(name)) not in (None, source)}
+            packages.setdefault(source, set()).update(targets)
+    return packages
+
+
+def test_no_package_imports_one_that_imports_it_back() -> None:
+    """The core as layers: a package cycle (client -> sla -> client) fails even where no two
+    modules import each other, function bodies included."""
+    cycle = find_cycle(package_graph(import_graph()))
+    assert cycle is None, "package cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_package_cycle_finder_sees_an_import_inside_a_function(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "REPO_ROOT", tmp_path)
+    sources = {
+        "tsbatch/sla/server.py": "def rise():\n    from tsbatch.client.metrics import counter_rise\n",
+        "tsbatch/client/metrics.py": "from tsbatch.sla.gate import Window\n",
+        "tsbatch/sla/gate.py": "",
+    }
+    for name, text in sources.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    paths = {module_name(tmp_path / name): tmp_path / name for name in sources}
+    graph = {name: imported_modules(path, set(paths)) for name, path in paths.items()}
+    assert find_cycle(graph) is None, "no module cycle"
+    assert find_cycle(package_graph(graph)) == ["tsbatch.client", "tsbatch.sla", "tsbatch.client"]
 
 
 # The layers, lowest first: a module imports only from its own layer or those below it. The
