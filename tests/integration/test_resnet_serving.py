@@ -22,10 +22,10 @@ from tsbatch.archive.compiled import host_targets
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import private_store
 from tsbatch.archive.variants import default_variant, variant_spec
+from tsbatch.cli.daemon import start as serve_start
+from tsbatch.cli.daemon import stop as serve_stop
 from tsbatch.config.properties import update_model_settings
 from tsbatch.kinds.image.pictures import ink_pictures
-from tsbatch.server.daemon import start as serve_start
-from tsbatch.server.daemon import stop as serve_stop
 from tsbatch.server.ports import free_ports, worker_port_base
 from tsbatch.server.process import TorchServe
 from tsbatch.server.served import served_decision, worker_rss_mb

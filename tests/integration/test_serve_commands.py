@@ -1,7 +1,7 @@
 """`make serve`'s closing summary, as a user reads it: what each worker serves (from the
 workers' own decision) and example calls that answer when pasted.
 
-The server is started as `make serve` starts it (``tsbatch.server.daemon.start``), from a
+The server is started as `make serve` starts it (``tsbatch.cli.daemon.start``), from a
 copy of config.properties on private loopback ports; the printed commands run as printed,
 in a folder that has the repository's ``.venv``.
 """
@@ -17,10 +17,10 @@ import pytest
 from tests.integration.support import json_documents, private_port_entries
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import private_store
+from tsbatch.cli.daemon import start as serve_start
+from tsbatch.cli.daemon import stop as serve_stop
 from tsbatch.config.properties import replace_entry
 from tsbatch.paths import REPO_ROOT
-from tsbatch.server.daemon import start as serve_start
-from tsbatch.server.daemon import stop as serve_stop
 
 pytestmark = pytest.mark.slow
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,11 +96,52 @@ def test_there_is_no_import_cycle() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The imports between tsbatch's first-level packages (and top-level modules): one package
+    imports another when any module under the one imports any module under the other."""
+
+    def package(module: str) -> str | None:
+        parts = module.split(".")
+        return ".".join(parts[:2]) if parts[0] == "tsbatch" and len(parts) > 1 else None
+
+    packages: dict[str, set[str]] = {}
+    for module, imports in graph.items():
+        if (source := package(module)) is not None:
+            targets = {target for name in imports if (target := package(name)) not in (None, source)}
+            packages.setdefault(source, set()).update(targets)
+    return packages
+
+
+def test_no_package_imports_one_that_imports_it_back() -> None:
+    """The core as layers: a package cycle (client -> sla -> client) fails even where no two
+    modules import each other, function bodies included."""
+    cycle = find_cycle(package_graph(import_graph()))
+    assert cycle is None, "package cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_package_cycle_finder_sees_an_import_inside_a_function(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "REPO_ROOT", tmp_path)
+    sources = {
+        "tsbatch/sla/server.py": "def rise():\n    from tsbatch.client.metrics import counter_rise\n",
+        "tsbatch/client/metrics.py": "from tsbatch.sla.gate import Window\n",
+        "tsbatch/sla/gate.py": "",
+    }
+    for name, text in sources.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    paths = {module_name(tmp_path / name): tmp_path / name for name in sources}
+    graph = {name: imported_modules(path, set(paths)) for name, path in paths.items()}
+    assert find_cycle(graph) is None, "no module cycle"
+    assert find_cycle(package_graph(graph)) == ["tsbatch.client", "tsbatch.sla", "tsbatch.client"]
+
+
 # The layers, lowest first: a module imports only from its own layer or those below it. The
 # batch core runs inside TorchServe; the toolkit's core knows no model kind; each kind builds
 # on the core (found through the tsbatch.kinds entry points); the commands put them together.
 LAYERS = ("batchkit", "core", "kinds", "commands")
-CORE_PACKAGES = ("archive", "config", "server", "client", "sla", "workloads", "analysis", "locust", "container")  # fmt: skip
+CORE_PACKAGES = ("archive", "config", "configcheck", "server", "client", "sla", "workloads", "analysis", "locust", "container")  # fmt: skip
 COMMAND_PACKAGES = ("cli", "bench", "gpucheck", "__main__")
 # The import lines the core must not have, even inside a function (issue 31's grep).
 KIND_IMPORT = re.compile(r"^\s*(from|import) tsbatch\.kinds", re.MULTILINE)
@@ -265,12 +307,12 @@ def test_the_table_checker_sees_a_missing_and_a_stale_module(tmp_path: Path) -> 
     page = tmp_path / "architecture.md"
     page.write_text(
         "| folder | what it is | modules |\n| --- | --- | --- |\n"
-        "| `tsbatch/server/` | running | `process` (`TorchServe`), `daemon`, `gone` |\n"
+        "| `tsbatch/server/` | running | `process` (`TorchServe`), `ports`, `gone` |\n"
     )
     rows = table_rows(page)
-    assert rows == {"tsbatch/server/": {"process", "daemon", "gone"}}
+    assert rows == {"tsbatch/server/": {"process", "ports", "gone"}}
     missing = unlisted_modules(rows)
     assert "`served` (tsbatch/server/served.py) is missing from the row `tsbatch/server/`" in missing
     assert "tsbatch/machine.py: the table has no row `tsbatch/`" in missing
-    assert listed_name_exists("tsbatch/server/", "daemon")
+    assert listed_name_exists("tsbatch/server/", "ports")
     assert not listed_name_exists("tsbatch/server/", "gone")

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from tsbatch.analysis.tune.mar import MarError, read_mar
 from tsbatch.analysis.tune.point import MarPointRunner
+from tsbatch.archive.traffic import traffic_for
 from tsbatch.client.load import LoadSpec
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.settings.batch import BatchSettings
 from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
-from tsbatch.workloads.traffic import traffic_for
 
 
 def add_archive_options(parser: argparse.ArgumentParser) -> None:

@@ -39,21 +39,21 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                 "serve",
                 "build what is missing, start TorchServe in the background, wait for READY",
                 ("tsbatch serve", "tsbatch serve --run-dir .serve --timeout 600"),
-                "tsbatch.server.daemon:main",
+                "tsbatch.cli.daemon:main",
                 action="start",
             ),
             Command(
                 "stop",
                 "stop the TorchServe that `tsbatch serve` started",
                 ("tsbatch stop",),
-                "tsbatch.server.daemon:main",
+                "tsbatch.cli.daemon:main",
                 action="stop",
             ),
             Command(
                 "status",
                 "show the models of the running server and what each worker serves",
                 ("tsbatch status",),
-                "tsbatch.server.daemon:main",
+                "tsbatch.cli.daemon:main",
                 action="status",
             ),
             Command(
@@ -89,7 +89,7 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
                 "check-config",
                 "explain mistakes in config.properties and models.yaml, and stale archives",
                 ("tsbatch check-config", "tsbatch check-config --no-archives --strict"),
-                "tsbatch.config.check:main",
+                "tsbatch.configcheck.check:main",
             ),
             Command(
                 "container-config",

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from tsbatch.sla.server import counter_rise
+
 _SAMPLE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
 _LABEL = re.compile(r'(?P<key>[A-Za-z_][A-Za-z0-9_]*)="(?P<value>(?:[^"\\]|\\.)*)"')
 _ESCAPE = re.compile(r"\\(.)")
@@ -70,12 +72,6 @@ def model_counters(metrics_text: str, model: str, names: Sequence[str]) -> dict[
     """Each named counter summed over every series of ``model`` (0 when absent)."""
     present = counters_by_model(metrics_text, [model], names)[model]
     return {name: present.get(name, 0.0) for name in names}
-
-
-def counter_rise(before: float, after: float) -> float:
-    """How much a counter rose between two scrapes, restart-safe: a restarted server starts
-    its counters again from 0, so a fall means ``after`` is what was counted since."""
-    return after - before if after >= before else after
 
 
 def rise_ratio(

@@ -1,1 +1,1 @@
-"""config.properties: parsing and editing it, checking it, and its container variant."""
+"""config.properties: parsing and editing it, and its container variant."""

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import package
-from tsbatch.config.check import check, check_archives, check_models, worker_keys
 from tsbatch.config.findings import Problem
 from tsbatch.config.properties import load_models, read_properties
+from tsbatch.configcheck.check import check, check_archives, check_models, worker_keys
 from tsbatch.environment import KSERVE_STORAGE_ENV, Environment
 
 KSERVE_MODEL_DIR = Path("/mnt/models")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tsbatch.archive.manifest import load_manifest
+from tsbatch.archive.traffic import unknown_models, unknown_models_message
 from tsbatch.client.auth import DEFAULT_KEY_FILE, management_token
 from tsbatch.config.properties import read_properties
 from tsbatch.locust.server_view import ServerEndpoints
@@ -18,7 +19,6 @@ from tsbatch.locust.shapes import SHAPES, ShapeParams
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE
 from tsbatch.sla.profiles import Sla, add_target_options, option_targets, slas_for
 from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
-from tsbatch.workloads.traffic import unknown_models, unknown_models_message
 
 # TorchServe's own defaults, for a checkout whose config.properties lacks the addresses.
 DEFAULT_ADDRESSES = {

@@ -11,11 +11,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from tsbatch.archive.traffic import Traffic, traffic_for
 from tsbatch.locust.options import RunConfig
 from tsbatch.locust.recorder import SampleRecorder
 from tsbatch.locust.server_view import ServerView
 from tsbatch.sla import gate
-from tsbatch.workloads.traffic import Traffic, traffic_for
 
 logger = logging.getLogger("loadtest")
 

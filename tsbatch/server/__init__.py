@@ -1,1 +1,2 @@
-"""Running TorchServe: `make serve`/`stop`/`status`, and private servers for benches and tests."""
+"""Running TorchServe: instances on free ports (for `make serve`, benches and tests), what they
+serve, and `tsbatch apply`."""

@@ -28,6 +28,7 @@ from typing import Any
 
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import PackageError, package
+from tsbatch.archive.traffic import traffic_for
 from tsbatch.config.properties import model_settings, read_properties, update_model_settings
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.apply_api import POLL_S, ApplyError, Management, pending, ready_workers
@@ -45,7 +46,6 @@ from tsbatch.server.process import TorchServe
 from tsbatch.server.worker_batches import BatchLog
 from tsbatch.settings.batch import DEFAULT_RESPONSE_TIMEOUT_S, TUNED_KEYS, BatchSettings
 from tsbatch.workloads.payloads import Payload
-from tsbatch.workloads.traffic import traffic_for
 
 __all__ = ["ApplyError", "ApplyReport", "apply_settings", "main"]
 

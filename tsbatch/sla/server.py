@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from tsbatch.client.metrics import counter_rise
 from tsbatch.settings.batch import BatchSettings
 
 STAGES = ("preprocess", "inference", "postprocess")
@@ -108,6 +107,12 @@ class ServerFigures:
             "shed": self.shed,
             "settings": None if self.settings is None else vars(self.settings),
         }
+
+
+def counter_rise(before: float, after: float) -> float:
+    """How much a counter rose between two scrapes, restart-safe: a restarted server starts
+    its counters again from 0, so a fall means ``after`` is what was counted since."""
+    return after - before if after >= before else after
 
 
 def _ratio(numerator: float | None, denominator: float | None, scale: float = 1.0) -> float | None:

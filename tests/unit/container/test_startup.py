@@ -12,8 +12,8 @@ import pytest
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, load_manifest
 from tsbatch.archive.package import package
-from tsbatch.config.check import archive_model_config
 from tsbatch.config.properties import replace_entry, update_model_settings
+from tsbatch.configcheck.check import archive_model_config
 from tsbatch.container.startup import StartupError, kserve_storage, prepare
 from tsbatch.environment import Environment
 from tsbatch.paths import DEFAULT_PROPERTIES

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tsbatch.archive.traffic import Traffic, traffic_for
 from tsbatch.locust import state as state_module
 from tsbatch.locust.options import RunConfig
 from tsbatch.locust.state import LoadTestState
-from tsbatch.workloads.traffic import Traffic, traffic_for
 
 
 def test_workloads_are_built_once_per_model_from_the_configuration(

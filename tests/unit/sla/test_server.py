@@ -7,6 +7,7 @@ import pytest
 from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.server import (
     ServerSnapshot,
+    counter_rise,
     figures_between,
     timeline,
     window_figures,
@@ -88,3 +89,8 @@ def test_the_window_uses_the_first_and_last_scrape_inside_it() -> None:
 def test_timeline_has_one_point_per_interval() -> None:
     points = timeline("resnet18", [snapshot(0, 0, 0), snapshot(2, 10, 20), snapshot(4, 10, 20)])
     assert [p.mean_batch_size for p in points] == [2.0, None]
+
+
+def test_a_rise_survives_a_counter_reset() -> None:
+    assert counter_rise(100.0, 130.0) == 30.0
+    assert counter_rise(100.0, 12.0) == 12.0  # restarted: counted again from 0

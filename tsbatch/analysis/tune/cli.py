@@ -61,6 +61,7 @@ from tsbatch.analysis.tune.search import (
 )
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, load_manifest
+from tsbatch.archive.traffic import Traffic, traffic_for
 from tsbatch.archive.variants import default_variant, variant_spec
 from tsbatch.client.load import LoadSpec
 from tsbatch.config.properties import configured_settings, model_settings, read_properties
@@ -70,7 +71,6 @@ from tsbatch.server.process import TorchServe
 from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.profiles import Sla, add_target_options, option_targets, slas_for
 from tsbatch.workloads.requests_files import add_requests_options, parse_requests_specs
-from tsbatch.workloads.traffic import Traffic, traffic_for
 
 
 def display_path(path: Path) -> str:

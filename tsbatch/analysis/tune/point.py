@@ -28,11 +28,11 @@ from tsbatch.analysis.tune.mar import MarInfo, repackage
 from tsbatch.analysis.tune.search import DECODE_THREADS
 from tsbatch.archive.manifest import Manifest, ModelSpec
 from tsbatch.archive.package import private_store
+from tsbatch.archive.traffic import Traffic
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.metrics import mean_formed_batch
 from tsbatch.server.process import TorchServe, WorkerLoadError, start_instance
 from tsbatch.settings.batch import BatchSettings
-from tsbatch.workloads.traffic import Traffic
 
 
 def nan_if_none(value: float | None) -> float:

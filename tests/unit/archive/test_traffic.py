@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tsbatch.archive.manifest import UnknownModel
+from tsbatch.archive.traffic import answer_check, traffic_for, unknown_models
 from tsbatch.workloads.requests_files import RequestsError
-from tsbatch.workloads.traffic import answer_check, traffic_for, unknown_models
 
 ANSWER = json.dumps([{"label": "cat", "score": 0.9}]).encode()
 SCHEMA = {"type": "array", "items": {"type": "object", "required": ["label", "score"]}}

@@ -15,8 +15,8 @@ from pathlib import Path
 from tsbatch.archive.manifest import Manifest, load_manifest, workload_for
 from tsbatch.archive.package import package
 from tsbatch.archive.plugins import PluginBuildError, build_all
-from tsbatch.config.check import check
 from tsbatch.config.properties import ADDRESS_KEYS, load_models, model_settings, read_properties
+from tsbatch.configcheck.check import check
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.process import (
     ServerError,

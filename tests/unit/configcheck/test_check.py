@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from tsbatch.config.check import check, main
 from tsbatch.config.properties import read_properties, update_model_settings
+from tsbatch.configcheck.check import check, main
 from tsbatch.paths import REPO_ROOT
 
 

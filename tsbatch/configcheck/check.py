@@ -19,9 +19,9 @@ from urllib.parse import urlparse
 
 import yaml
 
+from tsbatch.analysis.tune.queue import sized_queues
 from tsbatch.archive.kind import installed_kinds
 from tsbatch.archive.manifest import Manifest, ManifestError, add_manifest_arguments, load_manifest
-from tsbatch.config.crosscheck import cross_check
 from tsbatch.config.findings import Problem
 from tsbatch.config.properties import (
     ADDRESS_KEYS,
@@ -30,7 +30,7 @@ from tsbatch.config.properties import (
     model_settings,
     read_properties,
 )
-from tsbatch.config.queue import sized_queues
+from tsbatch.configcheck.crosscheck import cross_check
 from tsbatch.paths import DEFAULT_PROPERTIES, DEFAULT_SLA_FILE, TUNE_DIR
 from tsbatch.settings.batch import (
     ARCHIVE_KEYS,

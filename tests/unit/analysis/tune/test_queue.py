@@ -1,5 +1,5 @@
 """The job queue against the SLA: a queue that takes longer to drain than the p99 target
-is a finding with the size that fits (tsbatch/config/queue.py)."""
+is a finding with the size that fits (tsbatch/analysis/tune/queue.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.config.test_check import copy_config
+from tests.unit.configcheck.test_check import copy_config
 from tsbatch.analysis.selection import TunePoint, select_configuration
+from tsbatch.analysis.tune.queue import measured_throughput, queue_problems
 from tsbatch.analysis.tune.report import queue_size_for, write_points_csv
-from tsbatch.config.check import check
 from tsbatch.config.properties import update_model_settings
-from tsbatch.config.queue import measured_throughput, queue_problems
+from tsbatch.configcheck.check import check
 from tsbatch.settings.batch import BatchSettings
 from tsbatch.sla.profiles import Sla, load_sla
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tsbatch.archive.manifest import load_manifest
-from tsbatch.config.check import check, check_files, main
 from tsbatch.config.properties import replace_entry, update_model_settings
+from tsbatch.configcheck.check import check, check_files, main
 from tsbatch.paths import DEFAULT_MANIFEST, REPO_ROOT
 
 

@@ -1,0 +1,1 @@
+"""The check of config.properties against models.yaml, the built archives and the tuner's reports."""
