@@ -129,11 +129,20 @@ class TorchServeClient:
         return response.text
 
     # ---- management ---------------------------------------------------------------
+    @staticmethod
+    def model_path(model: str, version: str | None = None) -> str:
+        """A model's (or one version's) path in the management API."""
+        return f"/models/{model}" + (f"/{version}" if version else "")
+
+    def model_url(self, model: str, version: str | None = None) -> str:
+        """The full management URL of a model, for messages that tell ops what to call."""
+        return self.url("management") + self.model_path(model, version)
+
     def describe(
         self, model: str, version: str | None = None, customized: bool = False, timeout: float | None = None
     ) -> dict[str, Any]:
         """The describe answer of ``model`` (its default version, or ``version``)."""
-        path = f"/models/{model}" + (f"/{version}" if version else "")
+        path = self.model_path(model, version)
         params = {"customized": "true"} if customized else {}
         return self.management("GET", path, timeout=timeout, **params)[0]
 
@@ -166,7 +175,7 @@ class TorchServeClient:
         """Set the default version's workers in place; they start or stop in the background."""
         self.management(
             "PUT",
-            f"/models/{model}",
+            self.model_path(model),
             ok=(200, 202),
             min_worker=workers,
             max_worker=workers,
@@ -174,10 +183,10 @@ class TorchServeClient:
         )
 
     def set_default(self, model: str, version: str) -> None:
-        self.management("PUT", f"/models/{model}/{version}/set-default")
+        self.management("PUT", f"{self.model_path(model, version)}/set-default")
 
     def unregister(self, model: str, version: str) -> None:
-        self.management("DELETE", f"/models/{model}/{version}")
+        self.management("DELETE", self.model_path(model, version))
 
     def close(self) -> None:
         self.session.close()

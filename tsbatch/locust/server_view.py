@@ -88,10 +88,7 @@ class ServerView:
             IndexError,
             TypeError,
         ) as exc:
-            url = f"{self.client.url('management')}/models/{model}"
-            self.management_error = (
-                f"management API {url} ({_reason(exc)}; key: {self.endpoints.token_source})"
-            )
+            self.management_error = f"management API {self.client.model_url(model)} ({_reason(exc)}; key: {self.endpoints.token_source})"
             return None
         self.management_error = None
         return pids

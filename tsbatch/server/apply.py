@@ -163,7 +163,7 @@ def clear_leftovers(api: Management, server: TorchServe, model: str, log: Callab
     if problem:
         raise ApplyError(
             f"{problem} (curl -X DELETE -H 'Authorization: Bearer <management key>' "
-            f"{server.url('management')}/models/{model}/<version>)"
+            f"{server.client.model_url(model, '<version>')})"
         )
     for version in left.remove:
         log(f"[apply] an earlier apply stopped midway: {model} {version} is registered beside the default "

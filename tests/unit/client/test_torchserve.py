@@ -144,3 +144,9 @@ def test_registration_off_and_a_fixed_key(key_file: Path) -> None:
         assert client.headers("management") == {"Authorization": "Bearer env-key"}
         with pytest.raises(CallFailed, match="HTTP 400"):
             TorchServeClient({"management": url}, None).describe("resnet18")
+
+
+def test_a_model_url_for_messages_is_the_one_the_calls_use() -> None:
+    client = TorchServeClient({"management": "http://127.0.0.1:8081/"})
+    assert client.model_url("resnet18") == "http://127.0.0.1:8081/models/resnet18"
+    assert client.model_url("resnet18", "<version>") == "http://127.0.0.1:8081/models/resnet18/<version>"
