@@ -76,7 +76,9 @@ class Kind:
     name: str  # the manifest's ``kind:``, and its entry point's name
     entry: type[Common]  # the models.yaml entry (its schema module)
     config: type[ModelConfig]  # what the worker reads (batchkit.config; travels in the .mar)
-    handler: str  # the handler file, when the manifest entry names none
+    # The handler file, when the manifest entry names none: relative to models.yaml's folder,
+    # or absolute (a kind from another package names the file it installs).
+    handler: str
     # Config fields the export fills from what it built (weights found, threshold chosen...),
     # beside the manifest's handler keys and BUILD_FIELDS.
     resolved: frozenset[str]
@@ -100,6 +102,10 @@ class Kind:
     limits: Callable[[str, Any, int], list[Problem]]
     # The optional keys of its models= entry in config.properties that only its worker reads.
     worker_keys: tuple[WorkerKey, ...] = ()
+    # The kind's own modules its handler imports (package folders or files), staged beside
+    # the handler and batchkit in every archive: how a kind from another package ships its
+    # decoding, config and errors to the worker.
+    handler_modules: tuple[Path, ...] = ()
 
     @property
     def all_worker_keys(self) -> tuple[WorkerKey, ...]:
