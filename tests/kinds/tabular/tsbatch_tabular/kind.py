@@ -1,6 +1,6 @@
 """The tabular classifier kind (``kind: tabular``): a small MLP over rows of numbers behind
-tabular_serving/tabular_classifier_handler.py. This record is what the distribution's
-``tsbatch.kinds`` entry point names; everything the toolkit does with the kind goes through it."""
+its handler (tabular_classifier_handler.py in tabular_serving). This record is what the
+distribution's ``tsbatch.kinds`` entry point names; the toolkit reaches the kind through it."""
 
 from __future__ import annotations
 
