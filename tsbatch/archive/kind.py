@@ -75,7 +75,9 @@ class Kind:
 
     name: str  # the manifest's ``kind:``, and its entry point's name
     entry: type[Common]  # the models.yaml entry (its schema module)
-    config: type[ModelConfig]  # what the worker reads (batchkit.config; travels in the .mar)
+    # What the worker reads (a batchkit.config.ModelConfig subclass, in batchkit.config or the
+    # kind's own handler modules; travels in the .mar).
+    config: type[ModelConfig]
     # The handler file, when the manifest entry names none: relative to models.yaml's folder,
     # or absolute (a kind from another package names the file it installs).
     handler: str
