@@ -126,8 +126,14 @@ def test_rows_are_answered_and_a_bad_row_fails_alone(server: TorchServe, archive
         {"features": [1.0, "two", 3.0, 4.0]},
         [{"features": centres[label]} for label in reversed(LABELS)],
     ]
+    counted = ["BatchedRequestsTotal", "BatchesTotal"]
+    before = server.settled_counters(MODEL, counted)
     with ThreadPoolExecutor(max_workers=len(bodies)) as pool:  # at once: one batch
         responses = list(pool.map(lambda body: predict(server, body), bodies))
+    floor = {"BatchedRequestsTotal": before.get("BatchedRequestsTotal", 0.0) + len(bodies)}
+    after = server.settled_counters(MODEL, counted, at_least=floor)
+    batches = after["BatchesTotal"] - before.get("BatchesTotal", 0.0)
+    assert batches < len(bodies), "the burst was served in fewer batches than requests: bad and good together"
 
     for label, response in zip(LABELS, responses, strict=False):
         assert response.status_code == 200, response.text
