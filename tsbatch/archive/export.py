@@ -95,7 +95,7 @@ def chosen_model(manifest: Manifest, model: str | None, kind: str | None) -> Mod
         kinds = installed_kinds()
         if kind not in kinds:
             raise ManifestError(f"no kind {kind!r} is installed ({', '.join(kinds)})")
-        return manifest.model(manifest.first_of_kind(kinds[kind]))
+        return manifest.model(manifest.first_of_kind(kind))
     listed = ", ".join(f"{name} (kind {spec.kind.name})" for name, spec in manifest.models.items())
     raise ManifestError(f"name the model to export with --model: one of {listed}")
 
@@ -116,5 +116,5 @@ def main(argv: list[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         refuse_unknown(parser, unknown, spec.name, spec.kind)
-    # The exporter is imported only now: each pulls in libraries the other kinds never need.
-    return int(spec.kind.exporter_module().export_with_options(spec, args))
+    # The kind's exporter imports its libraries only now: the other kinds never need them.
+    return spec.kind.export_with_options(spec, args)

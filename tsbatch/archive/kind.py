@@ -3,20 +3,20 @@ and the one lookup of the installed kinds.
 
 The core never imports a kind: each kind's package (``tsbatch/kinds/<kind>/``, or another
 installed package) registers its record in the ``tsbatch.kinds`` entry-point group, and the
-manifest's ``kind:`` names one of them. Heavy parts (the exporter, the sweep's model
-loaders) are named by module and imported only when used: each pulls in libraries
-(torchvision and scikit-learn, transformers) that the other kinds and the load generators
-never need.
+manifest's ``kind:`` names one of them. Its heavy parts (the exporter, the sweep's model
+loaders) are plain callables on the record, each of which imports its module when called:
+they pull in libraries (torchvision and scikit-learn, transformers) that the other kinds
+and the load generators never need.
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
-import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from types import ModuleType
+from pathlib import Path
 from typing import Any, Protocol
 
 from batchkit.config import ModelConfig, from_mapping, to_mapping
@@ -47,6 +47,20 @@ BUILD_FIELDS = frozenset(
 )
 
 
+class KindModel(Protocol):
+    """What a kind's build and sweep callables are given: a manifest's model
+    (``tsbatch.archive.manifest.ModelSpec``, which holds its Kind and so is named here by
+    what they read of it)."""
+
+    name: str
+    kind: Kind
+    config: Common
+    root: Path
+
+    @property
+    def artifact_dir(self) -> Path: ...
+
+
 class TakesOptions(Protocol):
     """An argparse parser or argument group: where a kind adds its own command-line options."""
 
@@ -61,17 +75,27 @@ class Kind:
 
     name: str  # the manifest's ``kind:``, and its entry point's name
     entry: type[Common]  # the models.yaml entry (its schema module)
-    config: type[ModelConfig]  # what the worker reads (batchkit.config; travels in the .mar)
-    handler: str  # the handler file, when the manifest entry names none
+    # What the worker reads (a batchkit.config.ModelConfig subclass, in batchkit.config or the
+    # kind's own handler modules; travels in the .mar).
+    config: type[ModelConfig]
+    # The handler file, when the manifest entry names none: relative to models.yaml's folder,
+    # or absolute (a kind from another package names the file it installs).
+    handler: str
     # Config fields the export fills from what it built (weights found, threshold chosen...),
     # beside the manifest's handler keys and BUILD_FIELDS.
     resolved: frozenset[str]
-    # Module whose ``export(spec)`` writes build/<model>/, and whose ``export_with_options(spec,
-    # args)`` does it for ``tsbatch export`` with the options ``export_options`` adds.
-    exporter: str
+    # The build: ``export(spec)`` writes build/<model>/ (``tsbatch archive``), and
+    # ``export_with_options(spec, args)`` does it for ``tsbatch export`` with the options
+    # ``export_options`` adds. Each imports the kind's heavy libraries only when called.
+    export: Callable[[KindModel], object]
+    export_with_options: Callable[[KindModel, argparse.Namespace], int]
     export_options: Callable[[TakesOptions], None]
-    sweep: str  # module with ``archive_target(name, artifact_dir)`` and ``stand_in(spec, work_dir)``
-    stand_in: str  # the sweep's random-weight target of a model is "<model>-<stand_in>"
+    # The in-process sweep's targets (tsbatch.analysis.sweep.targets.Target, a layer above
+    # this one): a built archive's, by model name and artifact folder, and a random-weight
+    # stand-in of a model's shape, built in a work folder and named "<model>-<stand_in>".
+    archive_target: Callable[[str, Path], Any]
+    stand_in_target: Callable[[KindModel, Path], Any]
+    stand_in: str
     workload: Workload
     input_schema: Callable[[], InputSchema]  # how the archive's OIP metadata names the input
     # One input's largest answer (model, longest label, top_k): the response-size check.
@@ -80,18 +104,16 @@ class Kind:
     limits: Callable[[str, Any, int], list[Problem]]
     # The optional keys of its models= entry in config.properties that only its worker reads.
     worker_keys: tuple[WorkerKey, ...] = ()
+    # The kind's own modules its handler imports (package folders or files), staged beside
+    # the handler and batchkit in every archive: how a kind from another package ships its
+    # decoding, config and errors to the worker.
+    handler_modules: tuple[Path, ...] = ()
 
     @property
     def all_worker_keys(self) -> tuple[WorkerKey, ...]:
         """Every optional models= key its worker reads: those of every worker (the deadline
         budget), then its own."""
         return (*SHARED_WORKER_KEYS, *self.worker_keys)
-
-    def exporter_module(self) -> ModuleType:
-        return importlib.import_module(self.exporter)
-
-    def sweep_module(self) -> ModuleType:
-        return importlib.import_module(self.sweep)
 
     def handler_config(self, model: str, entry: Common, resolved: Mapping[str, Any]) -> dict[str, Any]:
         """The archive's handler config: the entry's handler keys and what the export

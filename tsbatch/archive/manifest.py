@@ -91,11 +91,11 @@ class Manifest:
             )
         return self.models[model].kind
 
-    def first_of_kind(self, kind: Kind) -> str:
-        """The first model of ``kind``: what a kind's own command acts on by default."""
-        names = [name for name, spec in self.models.items() if spec.kind is kind]
+    def first_of_kind(self, kind: str) -> str:
+        """The first model of the kind named ``kind``: what a kind's own command acts on by default."""
+        names = [name for name, spec in self.models.items() if spec.kind.name == kind]
         if not names:
-            raise ManifestError(f"models.yaml has no model of kind {kind.name!r}: give --model")
+            raise ManifestError(f"models.yaml has no model of kind {kind!r}: give --model")
         return names[0]
 
 

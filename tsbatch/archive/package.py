@@ -2,8 +2,8 @@
 
 The archive's ``model-config.yaml`` carries the batch settings read from
 ``config.properties`` (TorchServe lets the archive's values win, so they must be the
-same), plus the handler's typed config. The shared ``batchkit`` package, labels, build
-info and any tokenizer files travel inside the archive.
+same), plus the handler's typed config. The shared ``batchkit`` package, the kind's own
+handler modules, labels, build info and any tokenizer files travel inside the archive.
 """
 
 from __future__ import annotations
@@ -88,10 +88,19 @@ def model_config(spec: ModelSpec, settings: BatchSettings) -> dict[str, Any]:
     return config
 
 
+def handler_sources(spec: ModelSpec) -> list[Path]:
+    """The code an archive carries: batchkit and the toolkit's handlers, the model's handler
+    file and its kind's own handler modules."""
+    sources = [*HANDLERS_DIR.rglob("*.py"), spec.handler]
+    for module in spec.kind.handler_modules:
+        sources.extend(module.rglob("*.py") if module.is_dir() else [module])
+    return sorted(set(sources))
+
+
 def stamp_for(spec: ModelSpec, config: dict[str, Any]) -> str:
     """What the archive was built from: its config and the artifact and handler digests."""
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode())
-    for path in sorted(spec.artifact_dir.rglob("*")) + sorted(HANDLERS_DIR.rglob("*.py")):
+    for path in sorted(spec.artifact_dir.rglob("*")) + handler_sources(spec):
         if path.is_file() and "__pycache__" not in path.parts:
             digest.update(path.name.encode())
             digest.update(artifacts.file_digest(path).encode())
@@ -102,9 +111,13 @@ def stage_extra_files(spec: ModelSpec, staging: Path) -> None:
     """Lay out what goes beside the handler in the archive (torch-model-archiver copies
     the *contents* of a directory given as an extra file)."""
     staging.mkdir(parents=True)
-    shutil.copytree(
-        HANDLERS_DIR / "batchkit", staging / "batchkit", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    no_cache = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(HANDLERS_DIR / "batchkit", staging / "batchkit", ignore=no_cache)
+    for module in spec.kind.handler_modules:  # a kind's own decoding, config and errors
+        if module.is_dir():
+            shutil.copytree(module, staging / module.name, ignore=no_cache)
+        else:
+            shutil.copy2(module, staging / module.name)
     artifacts.write_json(staging / OIP_METADATA_FILE, v2_metadata(spec.kind.input_schema()))
     skip = {artifacts.MODEL_FILE, artifacts.HANDLER_CONFIG_FILE}
     for path in spec.artifact_dir.iterdir():

@@ -25,9 +25,9 @@ EXPORT_INPUTS_FILE = "export_inputs.json"
 
 
 def export_model(spec: ModelSpec) -> None:
-    """Run the exporter of the model's kind, imported only then: each pulls in libraries
-    (torchvision and scikit-learn, transformers) that the others do not need."""
-    spec.kind.exporter_module().export(spec)
+    """Run the exporter of the model's kind, which imports its libraries (torchvision and
+    scikit-learn, transformers) only then: the others do not need them."""
+    spec.kind.export(spec)
 
 
 def export_inputs(spec: ModelSpec, root: Path) -> dict[str, Any]:

@@ -78,7 +78,7 @@ def test_a_third_kind_from_another_package_serves_a_manifest_entry(tmp_path: Pat
     manifest = load_manifest(path, kinds=kinds)
     assert manifest.model("speech").kind is AUDIO and manifest.kind_of("resnet18") is IMAGE
     assert manifest.model("speech").config.handler == "audio.py"
-    assert manifest.first_of_kind(AUDIO) == "speech"
+    assert manifest.first_of_kind("audio") == "speech"
 
 
 def test_an_unknown_kind_names_the_known_ones(tmp_path: Path) -> None:

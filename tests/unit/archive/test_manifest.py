@@ -109,7 +109,7 @@ def test_an_unknown_model_names_the_manifest_and_the_way_out() -> None:
 
 def test_a_kind_s_own_command_acts_on_its_first_model() -> None:
     manifest = load_manifest()
-    assert manifest.first_of_kind(TEXT) == "bert_intent"
+    assert manifest.first_of_kind("text") == "bert_intent"
     images_only = Manifest({"resnet18": manifest.model("resnet18")}, manifest.build_dir, manifest.model_store)
     with pytest.raises(ManifestError, match="no model of kind 'text': give --model"):
-        images_only.first_of_kind(TEXT)
+        images_only.first_of_kind("text")

@@ -10,7 +10,13 @@ import pytest
 from tests.conftest import tiny_image_handler
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import load_manifest
-from tsbatch.archive.package import archive_settings, model_config, private_store
+from tsbatch.archive.package import (
+    archive_settings,
+    model_config,
+    private_store,
+    stage_extra_files,
+    stamp_for,
+)
 from tsbatch.archive.plugins import PLUGINS_DIR
 from tsbatch.config.properties import read_properties
 from tsbatch.paths import DEFAULT_PROPERTIES
@@ -51,3 +57,22 @@ def test_an_entry_torchserve_accepts_builds_and_the_output_names_each_default(
     assert "[package] resnet18: models= responseTimeout left out: 120 baked into the archive" in said
     assert "[package] resnet18: models= minWorkers left out: not baked (no default_workers_per_model" in said
     assert "batchSize left out" not in said
+
+
+def test_a_kind_s_own_handler_modules_travel_beside_the_handler_and_stamp_the_archive(tmp_path: Path) -> None:
+    """A kind from another package ships its worker side (config, errors, decoding) this way."""
+    serving = tmp_path / "audio_serving"
+    serving.mkdir()
+    (serving / "__init__.py").write_text("")
+    (serving / "config.py").write_text("LIMIT = 1\n")
+    (serving / "__pycache__").mkdir()
+    spec = replace(load_manifest().model("resnet18"), build_dir=tmp_path / "build")
+    spec = replace(spec, kind=replace(spec.kind, handler_modules=(serving,)))
+    artifacts.write_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE, tiny_image_handler())
+    stage_extra_files(spec, tmp_path / "staging")
+    staged = {path.relative_to(tmp_path / "staging").as_posix() for path in (tmp_path / "staging").rglob("*")}
+    assert {"audio_serving/config.py", "audio_serving/__init__.py", "batchkit/handler_base.py"} <= staged
+    assert "audio_serving/__pycache__" not in staged
+    before = stamp_for(spec, {})
+    (serving / "config.py").write_text("LIMIT = 2\n")
+    assert stamp_for(spec, {}) != before, "an edit to the kind's handler modules repackages"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -33,10 +35,19 @@ def test_every_worker_field_comes_from_the_manifest_the_export_or_the_build(kind
 
 
 @ALL
-def test_the_heavy_modules_are_there_and_imported_only_on_demand(kind: Kind) -> None:
-    assert callable(kind.exporter_module().export)
-    sweep = kind.sweep_module()
-    assert callable(sweep.archive_target) and callable(sweep.stand_in)
+def test_the_build_and_the_sweep_are_the_kind_s_own_callables(kind: Kind) -> None:
+    hooks = (kind.export, kind.export_with_options, kind.archive_target, kind.stand_in_target)
+    assert {hook.__module__ for hook in hooks} == {f"tsbatch.kinds.{kind.name}.kind"}
+
+
+def test_loading_the_kinds_leaves_their_heavy_libraries_unimported() -> None:
+    """What the load generators pay for a kind: its record, not torchvision or transformers."""
+    code = (
+        "import sys; from tsbatch.archive.kind import installed_kinds; installed_kinds(); "
+        "print(sorted(set(sys.modules) & {'torchvision', 'transformers', 'sklearn'}))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"
 
 
 def test_the_manifest_s_models_find_their_kind() -> None:

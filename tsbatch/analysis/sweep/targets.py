@@ -73,11 +73,11 @@ def compiled_targets(base: Target, artifact_dir: Path, device_type: str) -> list
 
 def resolve_target(name: str, work_dir: Path, build_dir: Path | None = None) -> Target:
     """A target by name: a manifest model whose archive is built, or ``<model>-<stand-in>``,
-    its kind's random-weight stand-in of the same shape (its kind's sweep module)."""
+    its kind's random-weight stand-in of the same shape."""
     manifest = load_manifest(build_dir=build_dir)
     stand_ins = stand_in_specs(manifest)
     if name in stand_ins:
-        return stand_ins[name].kind.sweep_module().stand_in(stand_ins[name], work_dir)
+        return stand_ins[name].kind.stand_in_target(stand_ins[name], work_dir)
     spec = manifest.model(name)
     missing = [
         f
@@ -92,7 +92,7 @@ def resolve_target(name: str, work_dir: Path, build_dir: Path | None = None) -> 
         )
     if missing:
         raise FileNotFoundError(f"{name}: {spec.artifact_dir} lacks {missing}; run `make archive` first")
-    return spec.kind.sweep_module().archive_target(name, spec.artifact_dir)
+    return spec.kind.archive_target(name, spec.artifact_dir)
 
 
 def stand_in_specs(manifest: Manifest) -> dict[str, ModelSpec]:

@@ -44,7 +44,6 @@ from tsbatch.archive.manifest import ManifestError, ModelSpec
 from tsbatch.kinds.image.calibration import calibration_batches
 from tsbatch.kinds.image.decode_gate import gate_reduced_decoding
 from tsbatch.kinds.image.digits import train_on_digits
-from tsbatch.kinds.image.kind import IMAGE
 from tsbatch.kinds.image.schema import ImageModel
 from tsbatch.kinds.image.weights import (
     ExportedClassifier,
@@ -229,7 +228,9 @@ def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path 
         ),
         **gates.handler_fields(),
     }
-    artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, IMAGE.handler_config(spec.name, config, found))
+    artifacts.write_json(
+        out / artifacts.HANDLER_CONFIG_FILE, spec.kind.handler_config(spec.name, config, found)
+    )
     artifacts.write_json(
         out / artifacts.BUILD_INFO_FILE,
         {

@@ -15,7 +15,6 @@ from tsbatch.analysis.sweep.inputs import POOL_SIZE, Scenario, cycle
 from tsbatch.analysis.sweep.targets import Target
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec
-from tsbatch.kinds.image.kind import IMAGE
 from tsbatch.kinds.image.pictures import handwritten_digits
 from tsbatch.kinds.image.schema import ImageModel
 from tsbatch.paths import REPO_ROOT
@@ -74,7 +73,7 @@ def stand_in(spec: ModelSpec, work_dir: Path) -> Target:
         "std": list(reference.std),
     }
     return Target(
-        name=f"{spec.name}-{IMAGE.stand_in}",
+        name=f"{spec.name}-{spec.kind.stand_in}",
         sla_model=spec.name,
         description=f"torchvision {architecture}, ImageNet shape (1000 classes), RANDOM weights - timing only; "
         "TorchScript via torch.jit.script, fp32 frozen + optimized as workers run it; 224x224 with "

@@ -26,7 +26,6 @@ from pydantic import ValidationError
 
 from tsbatch.archive.manifest import ManifestError, ModelSpec, load_manifest
 from tsbatch.kinds.text.data import TrainingError
-from tsbatch.kinds.text.kind import TEXT
 from tsbatch.kinds.text.options import add_training_options
 from tsbatch.kinds.text.report import print_report, train_from_settings
 from tsbatch.kinds.text.schema import TextModel
@@ -124,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         manifest = load_manifest(args.manifest)
-        spec = manifest.model(args.model or manifest.first_of_kind(TEXT))
+        spec = manifest.model(args.model or manifest.first_of_kind("text"))
     except ManifestError as exc:
         print(f"[train] FAILED: {exc}", file=sys.stderr)
         return 1

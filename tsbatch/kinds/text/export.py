@@ -34,7 +34,6 @@ from tsbatch.archive.manifest import ModelSpec
 from tsbatch.kinds.text.cli import build_and_report
 from tsbatch.kinds.text.data import TrainingError
 from tsbatch.kinds.text.gating import gate_text_candidates, labelled_gate_inputs
-from tsbatch.kinds.text.kind import TEXT
 from tsbatch.kinds.text.model import TOKENIZER_DIR, ReadyClassifier
 from tsbatch.kinds.text.pretrained import hugging_face_difference
 from tsbatch.kinds.text.report import REPORT_JSON, train_from_settings
@@ -159,7 +158,7 @@ def exported_handler_config(
         "oos_threshold": float(ready.threshold),
         **(gates.handler_fields() if gates else {}),
     }
-    return TEXT.handler_config(spec.name, ready.settings, found)
+    return spec.kind.handler_config(spec.name, ready.settings, found)
 
 
 def clear_artifacts(out: Path) -> None:

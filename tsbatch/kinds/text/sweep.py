@@ -12,7 +12,6 @@ from tsbatch.analysis.sweep.inputs import POOL_SIZE, Scenario, cycle
 from tsbatch.analysis.sweep.targets import Target
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec
-from tsbatch.kinds.text.kind import TEXT
 from tsbatch.kinds.text.schema import TextModel
 from tsbatch.kinds.text.utterances import read_utterances
 
@@ -69,7 +68,7 @@ def stand_in(spec: ModelSpec, work_dir: Path) -> Target:
     model = IntentClassifier(load_encoder(base), num_labels=16).eval()
     tokenizer_dir = save_tokenizer(base, work_dir / "tokenizer", max_length)
     return Target(
-        name=f"{spec.name}-{TEXT.stand_in}",
+        name=f"{spec.name}-{spec.kind.stand_in}",
         sla_model=spec.name,
         description=f"{base} encoder + RANDOM 16-way head, eager PyTorch - timing only (build/{spec.name} missing)",
         module=model,
