@@ -1,5 +1,6 @@
-"""Export the image classifier (any torchvision classification architecture) to
-TorchScript and verify it.
+"""The image classifier's hooks into the core's build (``tsbatch.archive.build``): its
+weights, its TorchScript and verification, its gate plan (held-out images, static int8 on
+calibration images with its residual blocks rewritten), its handler-config fields.
 
 Weights are taken from, in order: a path the user gives (a state_dict, their own
 TorchScript artifact or a ``torch.export`` program), torchvision's ImageNet weights (local

@@ -1,4 +1,5 @@
-"""Export a text classifier to TorchScript, verify it and write the archive files.
+"""A text classifier's hooks into the core's build (``tsbatch.archive.build``): its model
+read or trained, traced and verified; its gate plan; its handler-config fields.
 
 ``tsbatch.archive.pipeline`` calls :func:`export` for each ``kind: text`` entry (``make
 archive``). The classifier is yours (``weights: {path: DIR}``, a ``save_pretrained`` folder
