@@ -208,7 +208,8 @@ def build_and_gate(
 
     Every candidate's outputs on the check inputs are recorded (the worker's load check),
     and every CPU candidate a worker may serve is timed (``auto``'s measurement).
-    ``int8`` says how a ``cpu-int8`` target is quantized (default: dynamic linear layers).
+    ``int8`` says how a ``cpu-int8`` target is quantized and what its kind's figures may
+    lose (default: dynamic linear layers, the default limits).
     A target that cannot be built from this model (no eager model, an operator export or
     quantization does not take) is skipped with its reason: TorchScript serves regardless.
     Without ``torchscript`` (``no_torchscript`` says why) the eager model is the reference,
@@ -239,6 +240,7 @@ def build_and_gate(
     if torchscript is None:  # each device's fp32 package stands in for fp32 TorchScript
         fp32 = [ServingCandidate("aoti", ServingCandidate.parse(t).device, "fp32").target for t in targets]
         targets = tuple(dict.fromkeys([*targets, *fp32]))
+    plan = int8 or Int8Plan()
     for target in targets:
         package = ServingCandidate.parse(target)
         path = out / package.file_name
@@ -247,9 +249,10 @@ def build_and_gate(
             continue
         try:
             if package.precision == "int8":
-                plan = int8 or Int8Plan()
                 outcome.int8["calibration"] = plan.source
-                figures = compile_int8(eager, full_batch, data.dynamic_shapes, path, plan.calibration)
+                figures = compile_int8(
+                    eager, full_batch, data.dynamic_shapes, path, plan.calibration, plan.prepare
+                )
             else:
                 figures = compile_package(eager, full_batch, data.dynamic_shapes, target, path)
             compiled = load_compiled(path, torch.device(package.device), package.precision)
@@ -274,7 +277,7 @@ def build_and_gate(
             probabilities(forward, data.batches),
             data.score,
             batch_independence(forward, full_batch, singles),
-            **gate_limits(served.precision),
+            **gate_limits(served.precision, plan),
             expected=outcome.reference_figures,
         )
         if served.precision == "int8":

@@ -6,8 +6,10 @@ the compiled code calls oneDNN's fused quantized convolutions. The text model ge
 quantization of its linear layers (int8 weights, per-token int8 activations), which needs no
 calibration and keeps each row of a batch independent of the others.
 
-Both are exported with the serving model's dynamic shapes *before* quantizing, and the
-converted module is exported again with the same shapes. Freezing must be on: without it
+A kind whose model PT2E cannot capture as it is (the image kind's residual blocks, which
+call one ReLU several times) hands a rewrite of it as ``prepare``; the core knows no
+architecture. Both are exported with the serving model's dynamic shapes *before*
+quantizing, and the converted module is exported again with the same shapes. Freezing must be on: without it
 Inductor does not fuse the quantized patterns and the package silently runs fp32 (ao issue
 4566), so :func:`quantized_op_counts` reads the generated C++ back out of the package.
 """
@@ -17,59 +19,20 @@ from __future__ import annotations
 import copy
 import time
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
-from torchvision.models.resnet import BasicBlock, Bottleneck
 
 from tsbatch.archive.aoti import export_and_compile
 
 Batch = tuple[torch.Tensor, ...]
+Prepare = Callable[[torch.nn.Module], torch.nn.Module]  # a kind's rewrite before quantizing
 
 # Names in the generated code that only quantized kernels have: oneDNN's fused int8
 # convolution / linear, and the int8 x int8 -> int32 matmul of dynamic quantization.
 QUANTIZED_OPS = ("qconv", "qlinear", "_int_mm")
-
-
-class OwnReluBlock(torch.nn.Module):
-    """A torchvision residual block with one ReLU module per call site.
-
-    ``BasicBlock`` and ``Bottleneck`` call one ``nn.ReLU`` two or three times; PT2E then sees
-    a partition with several outputs and ``prepare_pt2e`` fails ("Input partition has more
-    than one output node"). Same convolutions and norms, same arithmetic."""
-
-    def __init__(self, block: BasicBlock | Bottleneck) -> None:
-        super().__init__()
-        stages = [(block.conv1, block.bn1), (block.conv2, block.bn2)]
-        if isinstance(block, Bottleneck):
-            stages.append((block.conv3, block.bn3))
-        self.convs = torch.nn.ModuleList(conv for conv, _ in stages)
-        self.norms = torch.nn.ModuleList(norm for _, norm in stages)
-        self.relus = torch.nn.ModuleList(torch.nn.ReLU() for _ in stages)
-        self.downsample = block.downsample
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = x
-        last = len(self.convs) - 1
-        for index, (conv, norm, relu) in enumerate(zip(self.convs, self.norms, self.relus, strict=True)):
-            out = norm(conv(out))
-            if index < last:
-                out = relu(out)
-        identity = x if self.downsample is None else self.downsample(x)
-        return self.relus[-1](out + identity)
-
-
-def own_relus(model: torch.nn.Module) -> torch.nn.Module:
-    """A copy of ``model`` whose residual blocks each call their own ReLUs (weights shared
-    by value: the copy's parameters equal the original's)."""
-    copied = copy.deepcopy(model)
-    for parent in list(copied.modules()):
-        for name, child in list(parent.named_children()):
-            if isinstance(child, BasicBlock | Bottleneck):
-                setattr(parent, name, OwnReluBlock(child))
-    return copied
 
 
 def static_int8(
@@ -77,15 +40,17 @@ def static_int8(
     example: Batch,
     dynamic_shapes: tuple[dict[int, Any], ...],
     calibration: Sequence[Batch],
+    prepare: Prepare | None = None,
 ) -> torch.nn.Module:
-    """PT2E static quantization, calibrated on ``calibration`` (the converted graph module)."""
+    """PT2E static quantization, calibrated on ``calibration`` (the converted graph module);
+    ``prepare`` returns a copy of the model that PT2E can capture (default: a plain copy)."""
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
     from torchao.quantization.pt2e.quantizer.x86_inductor_quantizer import (
         X86InductorQuantizer,
         get_default_x86_inductor_quantization_config,
     )
 
-    eager = own_relus(model).eval().float()
+    eager = (prepare or copy.deepcopy)(model).eval().float()
     captured = torch.export.export(eager, example, dynamic_shapes=dynamic_shapes).module()
     quantizer = X86InductorQuantizer()
     quantizer.set_global(get_default_x86_inductor_quantization_config())
@@ -114,16 +79,18 @@ def compile_int8(
     dynamic_shapes: tuple[dict[int, Any], ...],
     path: Path,
     calibration: Sequence[Batch] | None,
+    prepare: Prepare | None = None,
 ) -> dict[str, float]:
     """Quantize ``model`` (static when calibration batches are given, else dynamic linear
-    layers), export it with ``dynamic_shapes`` and compile it with freezing into ``path``;
-    ``calibration_items`` 0 in the figures means dynamic."""
+    layers; ``prepare``: the kind's rewrite for static PT2E capture), export it with
+    ``dynamic_shapes`` and compile it with freezing into ``path``; ``calibration_items`` 0 in
+    the figures means dynamic."""
     started = time.perf_counter()
     inputs = tuple(x.contiguous() for x in example)
     if calibration is None:
         quantized = dynamic_int8(model)
     else:
-        quantized = static_int8(model, inputs, dynamic_shapes, calibration)
+        quantized = static_int8(model, inputs, dynamic_shapes, calibration, prepare)
     quantize_seconds = time.perf_counter() - started
     figures = export_and_compile(quantized, inputs, dynamic_shapes, path)
     ops = quantized_op_counts(path)

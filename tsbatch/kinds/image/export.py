@@ -1,5 +1,6 @@
-"""Export the image classifier (any torchvision classification architecture) to
-TorchScript and verify it.
+"""The image classifier's hooks into the core's build (``tsbatch.archive.build``): its
+weights, its TorchScript and verification, its gate plan (held-out images, static int8 on
+calibration images with its residual blocks rewritten), its handler-config fields.
 
 Weights are taken from, in order: a path the user gives (a state_dict, their own
 TorchScript artifact or a ``torch.export`` program), torchvision's ImageNet weights (local
@@ -23,27 +24,22 @@ import sys
 import warnings
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import torch
 import torchvision
 
 from batchkit.images import check_images
 from batchkit.worker import optimize_for_serving
-from tsbatch.archive import artifacts
-from tsbatch.archive.compiled import (
-    GateData,
-    GateOutcome,
-    NothingToServeError,
-    build_and_gate,
-    compile_settings,
-)
-from tsbatch.archive.gate_report import write_gates_section
+from tsbatch.archive.build import GatePlan, Verified, build
+from tsbatch.archive.compiled import CompileSettings, GateData, NothingToServeError
 from tsbatch.archive.gates import Batch, Scorer, top1_accuracy
 from tsbatch.archive.int8.candidate import Int8Plan
 from tsbatch.archive.manifest import ManifestError, ModelSpec
 from tsbatch.kinds.image.calibration import calibration_batches
 from tsbatch.kinds.image.decode_gate import gate_reduced_decoding
 from tsbatch.kinds.image.digits import train_on_digits
+from tsbatch.kinds.image.residual import own_relus
 from tsbatch.kinds.image.schema import ImageModel
 from tsbatch.kinds.image.weights import (
     ExportedClassifier,
@@ -138,17 +134,15 @@ def gate_data(resolved: ResolvedWeights, batch_size: int) -> tuple[list[Batch], 
 
 
 def verified_torchscript(
-    resolved: ResolvedWeights, spec: ModelSpec
-) -> tuple[torch.jit.ScriptModule | None, str, dict[str, float], str]:
-    """The TorchScript module, how it was made, its verification and, for an exported
-    program that does not trace into a module serving every batch size, None and why (the
-    program itself verified instead); any other verification failure raises."""
-    config = spec.entry_as(ImageModel)
+    resolved: ResolvedWeights, config: ImageModel, scripted: torch.jit.ScriptModule, made: str
+) -> Verified:
+    """The TorchScript module's verification and, for an exported program that does not
+    trace into a module serving every batch size, why it has none (the program itself
+    verified instead); any other verification failure raises."""
     atol, sizes = config.verify.atol, list(config.verify.batch_sizes)
-    scripted, made = to_torchscript(resolved)
     try:
         optimized = optimize_for_serving(scripted) if config.optimize else None
-        return scripted, made, verify(resolved, scripted, atol, sizes, optimized=optimized), ""
+        return Verified(verify(resolved, scripted, atol, sizes, optimized=optimized))
     except Exception as exc:
         if not isinstance(resolved.model, ExportedClassifier) or made != "traced":
             raise
@@ -160,7 +154,7 @@ def verified_torchscript(
     if config.runtime == "torchscript":
         raise ExportError(f"runtime: torchscript, but {why}: set runtime to auto or aoti")
     program = resolved.model
-    return None, "none", verify(replace(resolved, model=None), program, atol, sizes), why
+    return Verified(verify(replace(resolved, model=None), program, atol, sizes), why)
 
 
 def channels_last(model: torch.nn.Module, crop_size: int) -> torch.nn.Module:
@@ -176,15 +170,9 @@ def channels_last(model: torch.nn.Module, crop_size: int) -> torch.nn.Module:
     return converted
 
 
-def gate_image_candidates(
-    resolved: ResolvedWeights,
-    scripted: torch.jit.ScriptModule | None,
-    spec: ModelSpec,
-    no_torchscript: str = "",
-) -> GateOutcome:
-    """.pt2 packages for what the build host serves, gated with the TorchScript candidates."""
-    config = spec.entry_as(ImageModel)
-    settings = compile_settings(config.compile)
+def image_gate_plan(resolved: ResolvedWeights, config: ImageModel, settings: CompileSettings) -> GatePlan:
+    """.pt2 packages for what the build host serves, gated with the TorchScript candidates on
+    the held-out images; int8 statically quantized, its ResNet blocks rewritten for PT2E."""
     eager = None if resolved.model is None else channels_last(resolved.model, resolved.crop_size)
     batches, score = gate_data(resolved, min(8, settings.max_batch_size))
     batch = torch.export.Dim("batch", min=1, max=settings.max_batch_size)
@@ -198,56 +186,71 @@ def gate_image_candidates(
     int8 = None
     if eager is not None and any(target.endswith("-int8") for target in settings.targets):
         calibration, source = calibration_batches(resolved, config.compile.calibration)
-        int8 = Int8Plan(calibration, f"static, calibrated on {source}")
-    return build_and_gate(eager, scripted, spec.artifact_dir, settings, data, int8, no_torchscript)
+        # its scorer's one figure, accuracy, keeps the default limit (0.5 points)
+        int8 = Int8Plan(calibration, f"static, calibrated on {source}", prepare=own_relus)
+    return GatePlan(eager, data, int8)
+
+
+class ImageBuild:
+    """The image kind's hooks into the core's build (``tsbatch.archive.build``)."""
+
+    resolved: ResolvedWeights
+
+    def __init__(self, spec: ModelSpec, weights_path: Path | None, labels_path: Path | None) -> None:
+        self.spec, self.config = spec, spec.entry_as(ImageModel)
+        self.weights_path, self.labels_path = weights_path, labels_path
+        self.made = ""
+
+    def load(self, out: Path) -> ImageModel:
+        self.resolved = resolve_weights(self.spec, self.weights_path, self.labels_path)
+        return self.config
+
+    def torchscript(self) -> torch.jit.ScriptModule:
+        scripted, self.made = to_torchscript(self.resolved)
+        return scripted
+
+    def verify(self, torchscript: torch.jit.ScriptModule) -> Verified:
+        verified = verified_torchscript(self.resolved, self.config, torchscript, self.made)
+        self.made = "none" if verified.no_torchscript else self.made
+        return verified
+
+    def gate_plan(self, settings: CompileSettings, torchscript: torch.jit.ScriptModule | None) -> GatePlan:
+        return image_gate_plan(self.resolved, self.config, settings)
+
+    def labels(self) -> list[str]:
+        return self.resolved.labels
+
+    def handler_fields(self, out: Path, served: torch.nn.Module | None) -> dict[str, Any]:
+        resolved = self.resolved
+        decoding = gate_reduced_decoding(out, served if served is not None else resolved.model, resolved)
+        return {
+            "weights": resolved.source,
+            "resize_size": resolved.resize_size,
+            "crop_size": resolved.crop_size,
+            "mean": list(resolved.mean),
+            "std": list(resolved.std),
+            "optimize_atol": self.config.verify.atol,
+            "reduced_decode_gate": dataclasses.asdict(decoding),
+        }
+
+    def build_info(self) -> dict[str, Any]:
+        return {
+            "weights": self.resolved.source,
+            "weights_details": self.resolved.details,
+            "num_classes": len(self.resolved.labels),
+            "torchscript": self.made,
+        }
+
+    def libraries(self) -> dict[str, str]:
+        return {"torchvision": torchvision.__version__}
+
+    def description(self) -> str:
+        return self.resolved.source
 
 
 def export(spec: ModelSpec, weights_path: Path | None = None, labels_path: Path | None = None) -> Path:
     """Build ``build/<model>/``: TorchScript, labels, handler config and build info."""
-    config = spec.entry_as(ImageModel)
-    resolved = resolve_weights(spec, weights_path, labels_path)
-    scripted, made, report, no_torchscript = verified_torchscript(resolved, spec)
-    out = spec.artifact_dir
-    out.mkdir(parents=True, exist_ok=True)
-    gates = gate_image_candidates(resolved, scripted, spec, no_torchscript)
-    write_gates_section(out, gates, spec.name)
-    if scripted is not None:
-        scripted.save(str(out / artifacts.MODEL_FILE))
-    else:
-        (out / artifacts.MODEL_FILE).unlink(missing_ok=True)  # an earlier build's
-    artifacts.write_json(out / artifacts.LABELS_FILE, resolved.labels)
-    found = {
-        "weights": resolved.source,
-        "resize_size": resolved.resize_size,
-        "crop_size": resolved.crop_size,
-        "mean": list(resolved.mean),
-        "std": list(resolved.std),
-        "optimize_atol": config.verify.atol,
-        "reduced_decode_gate": dataclasses.asdict(
-            gate_reduced_decoding(out, scripted if scripted is not None else resolved.model, resolved)
-        ),
-        **gates.handler_fields(),
-    }
-    artifacts.write_json(
-        out / artifacts.HANDLER_CONFIG_FILE, spec.kind.handler_config(spec.name, config, found)
-    )
-    artifacts.write_json(
-        out / artifacts.BUILD_INFO_FILE,
-        {
-            "model": spec.name,
-            "weights": resolved.source,
-            "weights_details": resolved.details,
-            "num_classes": len(resolved.labels),
-            "torchscript": made,
-            "verification": report,
-            **gates.build_info(),
-            "torch": torch.__version__,
-            "torchvision": torchvision.__version__,
-        },
-    )
-    served = out / artifacts.MODEL_FILE if scripted is not None else ", ".join(gates.compiled_models)
-    print(f"[export] {spec.name}: {resolved.source} -> {served}")
-    return out
+    return build(spec, ImageBuild(spec, weights_path, labels_path))
 
 
 def export_with_options(spec: ModelSpec, args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""Export a text classifier to TorchScript, verify it and write the archive files.
+"""A text classifier's hooks into the core's build (``tsbatch.archive.build``): its model
+read or trained, traced and verified; its gate plan; its handler-config fields.
 
 ``tsbatch.archive.pipeline`` calls :func:`export` for each ``kind: text`` entry (``make
 archive``). The classifier is yours (``weights: {path: DIR}``, a ``save_pretrained`` folder
@@ -28,12 +29,12 @@ import torch
 
 from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.archive import artifacts
-from tsbatch.archive.compiled import GateOutcome
-from tsbatch.archive.gate_report import write_gates_section
+from tsbatch.archive.build import GatePlan, Verified, build
+from tsbatch.archive.compiled import CompileSettings
 from tsbatch.archive.manifest import ModelSpec
 from tsbatch.kinds.text.cli import build_and_report
 from tsbatch.kinds.text.data import TrainingError
-from tsbatch.kinds.text.gating import gate_text_candidates, labelled_gate_inputs
+from tsbatch.kinds.text.gating import labelled_gate_inputs, text_gate_plan
 from tsbatch.kinds.text.model import TOKENIZER_DIR, ReadyClassifier
 from tsbatch.kinds.text.pretrained import hugging_face_difference
 from tsbatch.kinds.text.report import REPORT_JSON, train_from_settings
@@ -147,34 +148,6 @@ def verification_texts(texts: Sequence[str], count: int = 12) -> list[str]:
     return [texts[round(i * step)] for i in range(count)]
 
 
-def exported_handler_config(
-    spec: ModelSpec, ready: ReadyClassifier, gates: GateOutcome | None = None
-) -> dict[str, Any]:
-    """The archive's handler config (``Kind.handler_config``) with what this export found: every
-    TextModelConfig field except torch_threads, which packaging adds."""
-    found = {
-        "tokenizer_dir": TOKENIZER_DIR,
-        "base_model": ready.description,
-        "oos_threshold": float(ready.threshold),
-        **(gates.handler_fields() if gates else {}),
-    }
-    return spec.kind.handler_config(spec.name, ready.settings, found)
-
-
-def clear_artifacts(out: Path) -> None:
-    """Remove the files build.py checks and the last report, so a failed export cannot
-    leave a stale mix or show an earlier build's report."""
-    for name in (
-        artifacts.MODEL_FILE,
-        artifacts.HANDLER_CONFIG_FILE,
-        artifacts.LABELS_FILE,
-        artifacts.BUILD_INFO_FILE,
-        artifacts.REPORT_MARKDOWN,
-        REPORT_JSON,
-    ):
-        (out / name).unlink(missing_ok=True)
-
-
 def trained_classifier(spec: ModelSpec, settings: TextModel, out: Path) -> ReadyClassifier:
     """The fallback when no weights are given: fine-tune ``base_model`` on ``data``."""
     data, trained, report = train_from_settings(spec, settings, out)
@@ -215,70 +188,97 @@ def note_verification(out: Path, verification: dict[str, float], atol: float) ->
     )
 
 
-def export(spec: ModelSpec, settings: TextModel | None = None, out: Path | None = None) -> Path:
-    """Read your folder (``weights``) or train, then trace, verify, gate and write
-    ``build/<model>/``; raises when a gate or a check fails."""
-    started = time.perf_counter()
-    settings = settings if settings is not None else spec.entry_as(TextModel)
-    out = out or spec.artifact_dir
-    out.mkdir(parents=True, exist_ok=True)
-    clear_artifacts(out)
-    if settings.weights is not None:
-        ready = from_folder(spec, settings, out)
-    else:
-        ready = trained_classifier(spec, settings, out)
-    settings, atol = ready.settings, ready.settings.verify.atol
-    max_length = settings.max_length
-    texts = verification_texts(next(iter(ready.gate_texts.values())))
-    tokenizer = load_tokenizer(ready.tokenizer_dir, max_length)
-    example = pad_to_longest(tokenize(tokenizer, texts[:: max(1, len(texts) // 3)]).ids, pad_id(tokenizer))
-    traced = trace(ready.model, *example)
-    model_path = out / artifacts.MODEL_FILE
-    traced.save(str(model_path))
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what TorchServe loads
-            served = torch.jit.load(str(model_path))
+class TextBuild:
+    """The text kind's hooks into the core's build (``tsbatch.archive.build``): your folder
+    read (``weights``) or a classifier trained here, traced, verified on many shapes and
+    against the Hugging Face model, gated on its test (and blind) texts."""
+
+    ready: ReadyClassifier
+    texts: list[str]
+
+    def __init__(self, spec: ModelSpec, settings: TextModel) -> None:
+        self.spec, self.settings = spec, settings
+        self.started = time.perf_counter()
+
+    def load(self, out: Path) -> TextModel:
+        self.out = out
+        (out / REPORT_JSON).unlink(missing_ok=True)  # an earlier build's
+        if self.settings.weights is not None:
+            self.ready = from_folder(self.spec, self.settings, out)
+        else:
+            self.ready = trained_classifier(self.spec, self.settings, out)
+        self.texts = verification_texts(next(iter(self.ready.gate_texts.values())))
+        return self.ready.settings
+
+    def torchscript(self) -> torch.jit.ScriptModule:
+        ready = self.ready
+        tokenizer = load_tokenizer(ready.tokenizer_dir, ready.settings.max_length)
+        rows = tokenize(tokenizer, self.texts[:: max(1, len(self.texts) // 3)]).ids
+        return trace(ready.model, *pad_to_longest(rows, pad_id(tokenizer)))
+
+    def verify(self, torchscript: torch.jit.ScriptModule) -> Verified:
+        ready, settings = self.ready, self.ready.settings
+        atol, max_length = settings.verify.atol, settings.max_length
         batch_sizes = list(settings.verify.batch_sizes)
-        # the file that will be served, not the in-memory trace
-        verification = verify(served, ready.model, ready.tokenizer_dir, texts, max_length, atol, batch_sizes)
+        verification = verify(
+            torchscript, ready.model, ready.tokenizer_dir, self.texts, max_length, atol, batch_sizes
+        )
         if ready.reference is not None:
             difference = hugging_face_difference(
-                served, ready.reference, ready.tokenizer_dir, texts, max_length
+                torchscript, ready.reference, ready.tokenizer_dir, self.texts, max_length
             )
             verification["traced_vs_hugging_face"] = difference
             if not difference <= atol:
                 raise ExportError(
                     f"the TorchScript differs from the Hugging Face model by {difference:.2e} (atol {atol})"
                 )
-    except Exception:
-        model_path.unlink(missing_ok=True)
-        raise
-    note_verification(out, verification, atol)
-    gates = gate_text_candidates(
-        settings, out, ready.model, served, ready.tokenizer_dir, ready.gate_texts, ready.score
-    )
-    write_gates_section(out, gates, spec.name)
-    artifacts.write_json(out / artifacts.LABELS_FILE, ready.labels)
-    artifacts.write_json(out / artifacts.HANDLER_CONFIG_FILE, exported_handler_config(spec, ready, gates))
-    import transformers
+        note_verification(self.out, verification, atol)
+        return Verified(verification)
 
-    artifacts.write_json(
-        out / artifacts.BUILD_INFO_FILE,
-        {
-            "model": spec.name,
-            **ready.build_info,
-            "num_labels": len(ready.labels),
-            "max_length": max_length,
-            "export_seconds": round(time.perf_counter() - started, 1),
-            "verification": verification,
-            **gates.build_info(),
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-        },
-    )
-    print(f"[export] {spec.name}: {ready.description} -> {model_path} ({time.perf_counter() - started:.0f}s)")
-    return out
+    def gate_plan(self, settings: CompileSettings, torchscript: torch.jit.ScriptModule | None) -> GatePlan:
+        ready = self.ready
+        return text_gate_plan(
+            settings,
+            ready.settings.max_length,
+            ready.model,
+            ready.tokenizer_dir,
+            ready.gate_texts,
+            ready.score,
+        )
+
+    def labels(self) -> list[str]:
+        return self.ready.labels
+
+    def handler_fields(self, out: Path, served: torch.nn.Module | None) -> dict[str, Any]:
+        """Every TextModelConfig field the build finds (torch_threads: packaging adds it)."""
+        return {
+            "tokenizer_dir": TOKENIZER_DIR,
+            "base_model": self.ready.description,
+            "oos_threshold": float(self.ready.threshold),
+        }
+
+    def build_info(self) -> dict[str, Any]:
+        return {
+            **self.ready.build_info,
+            "num_labels": len(self.ready.labels),
+            "max_length": self.ready.settings.max_length,
+            "export_seconds": round(time.perf_counter() - self.started, 1),
+        }
+
+    def libraries(self) -> dict[str, str]:
+        import transformers
+
+        return {"transformers": transformers.__version__}
+
+    def description(self) -> str:
+        return self.ready.description
+
+
+def export(spec: ModelSpec, settings: TextModel | None = None, out: Path | None = None) -> Path:
+    """Read your folder (``weights``) or train, then trace, verify, gate and write
+    ``build/<model>/``; raises when a gate or a check fails."""
+    settings = settings if settings is not None else spec.entry_as(TextModel)
+    return build(spec, TextBuild(spec, settings), out)
 
 
 def export_with_options(spec: ModelSpec, args: argparse.Namespace) -> int:

@@ -11,15 +11,26 @@ from pathlib import Path
 import torch
 
 from batchkit.text import check_tokens, load_tokenizer, pad_id, pad_to_longest, tokenize
-from tsbatch.archive.compiled import GateData, GateOutcome, build_and_gate, compile_settings
+from tsbatch.archive.build import GatePlan
+from tsbatch.archive.compiled import CompileSettings, GateData
 from tsbatch.archive.gates import Batch, Scorer
+from tsbatch.archive.int8.candidate import Int8Plan
 from tsbatch.kinds.text.data import Example
-from tsbatch.kinds.text.schema import TextModel
 
 
 def figure_prefix(split: str) -> str:
     """Test figures keep their plain names; another split's are prefixed (``blind_oos_recall``)."""
     return "" if split == "test" else f"{split}_"
+
+
+# The int8 candidate's allowed drop, in points, of the intent scorer's figures: in-scope
+# accuracy and out-of-scope recall each within 1 point, on the test split and on the blind
+# set (quantization moves answers more than bf16, whose limit stays the gates' 0.5).
+INT8_POINTS = {
+    f"{figure_prefix(split)}{name}": 1.0
+    for split in ("test", "blind")
+    for name in ("in_scope_accuracy", "oos_recall")
+}
 
 
 def intent_scorer(
@@ -70,20 +81,17 @@ def text_batches(tokenizer_dir: Path, max_length: int, texts: Sequence[str], siz
     return [tuple(pad_to_longest(rows[start : start + size], padding)) for start in range(0, len(rows), size)]
 
 
-def gate_text_candidates(
-    settings: TextModel,
-    out: Path,
+def text_gate_plan(
+    compiling: CompileSettings,
+    max_length: int,
     model: torch.nn.Module,
-    traced: torch.jit.ScriptModule,
     tokenizer_dir: Path,
     texts: Mapping[str, Sequence[str]],
     score: Scorer | None,
-) -> GateOutcome:
+) -> GatePlan:
     """.pt2 packages for what the build host serves, gated with the TorchScript candidates
     on each split's ``texts`` (test first, then the blind set where there is one), scored by
-    ``score`` (None: agreement with fp32 only); written into ``out``."""
-    compiling = compile_settings(settings.compile)
-    max_length = settings.max_length
+    ``score`` (None: agreement with fp32 only); int8 dynamic, held to ``INT8_POINTS``."""
     size = min(8, compiling.max_batch_size)
     batches = [
         batch for split in texts.values() for batch in text_batches(tokenizer_dir, max_length, split, size)
@@ -95,4 +103,4 @@ def gate_text_candidates(
     tokens = torch.export.Dim("tokens", min=2, max=max_length)
     shapes = ({0: batch, 1: tokens}, {0: batch, 1: tokens})
     data = GateData(batches, score, check=check_tokens(tokenizer), dynamic_shapes=shapes, singles=singles)
-    return build_and_gate(model.eval(), traced, out, compiling, data)
+    return GatePlan(model.eval(), data, Int8Plan(points=INT8_POINTS))

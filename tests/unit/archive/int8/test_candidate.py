@@ -14,8 +14,9 @@ from tsbatch.archive.gates import judge, top1_accuracy
 from tsbatch.archive.int8.candidate import Int8Plan, gate_limits, quantized_ops_problem
 
 
-def test_int8_is_held_to_its_own_limits_and_the_others_to_the_defaults() -> None:
-    assert gate_limits("bf16") == {}
+def test_int8_is_held_to_its_kinds_limits_and_the_others_to_the_defaults() -> None:
+    plan = Int8Plan(points={"in_scope_accuracy": 1.0})  # what a kind allows its own figure
+    assert gate_limits("bf16", plan) == {}
     reference = torch.eye(4)[torch.tensor([0, 1, 2, 3] * 50)]  # 200 items
     moved = reference.clone()
     moved[0] = torch.tensor([0.0, 1.0, 0.0, 0.0])  # one item in 200: 0.5 points, 99.5% agreement
@@ -25,14 +26,22 @@ def test_int8_is_held_to_its_own_limits_and_the_others_to_the_defaults() -> None
     def score(probs: torch.Tensor) -> dict[str, float]:
         return {"in_scope_accuracy": float((probs.argmax(-1) == targets).float().mean())}
 
-    as_int8 = judge("aoti-cpu-int8", "int8", reference, moved, score, (0.0, True), **gate_limits("int8"))
+    as_int8 = judge(
+        "aoti-cpu-int8", "int8", reference, moved, score, (0.0, True), **gate_limits("int8", plan)
+    )
     as_bf16 = judge("aoti-cpu-bf16", "bf16", reference, moved, score, (0.0, True))
     assert as_int8.passed, as_int8.failures
     assert len(as_bf16.failures) == 2  # 1 point > 0.5, 99% < 99.5%
     image = judge(
-        "aoti-cpu-int8", "int8", reference, moved, top1_accuracy(targets), (0.0, True), **gate_limits("int8")
+        "aoti-cpu-int8",
+        "int8",
+        reference,
+        moved,
+        top1_accuracy(targets),
+        (0.0, True),
+        **gate_limits("int8", plan),
     )
-    assert image.failures == ["accuracy 0.9900 is 1.00 points from fp32 1.0000"]
+    assert image.failures == ["accuracy 0.9900 is 1.00 points from fp32 1.0000"]  # a figure it names not: 0.5
 
 
 def test_a_package_without_quantized_kernels_is_not_int8() -> None:

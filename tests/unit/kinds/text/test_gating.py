@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tsbatch.archive.int8.candidate import POINTS
-from tsbatch.kinds.text.gating import intent_scorer
+from tsbatch.kinds.text.gating import INT8_POINTS, intent_scorer
 
 LABELS = ["balance", "transfer", "oos"]
 
@@ -34,5 +33,7 @@ def test_a_confidence_under_the_threshold_counts_as_out_of_scope() -> None:
     assert score(one_hot([0, 0])) == {"in_scope_accuracy": 0.0, "oos_recall": 1.0}
 
 
-def test_int8_is_held_to_one_point_on_the_blind_set_too() -> None:
-    assert POINTS["blind_in_scope_accuracy"] == POINTS["blind_oos_recall"] == 1.0
+def test_int8_is_held_to_one_point_on_the_figures_the_scorer_names() -> None:
+    splits = {"test": ["balance", "oos"], "blind": ["transfer", "oos"]}
+    figures = intent_scorer(LABELS, splits, threshold=0.5, oos_label="oos")(one_hot([0, 2, 1, 2]))
+    assert dict.fromkeys(figures, 1.0) == INT8_POINTS
