@@ -117,4 +117,4 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         refuse_unknown(parser, unknown, spec.name, spec.kind)
     # The kind's exporter imports its libraries only now: the other kinds never need them.
-    return spec.kind.export_with_options(spec, args)
+    return spec.kind.exporter().export_with_options(spec, args)

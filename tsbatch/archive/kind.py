@@ -67,6 +67,26 @@ class TakesOptions(Protocol):
     def add_argument(self, *names: str, **settings: Any) -> Any: ...
 
 
+class Exporter(Protocol):
+    """A kind's build (its export module): ``export(spec)`` writes build/<model>/, and
+    ``export_with_options(spec, args)`` does it for ``tsbatch export``."""
+
+    def export(self, spec: KindModel) -> object: ...
+
+    def export_with_options(self, spec: KindModel, args: argparse.Namespace) -> int: ...
+
+
+class SweepTargets(Protocol):
+    """A kind's in-process sweep targets (``tsbatch.analysis.sweep.targets.Target``, a layer
+    above this one): a built archive's, by model name and artifact folder, and a
+    random-weight stand-in of a model's shape built in a work folder, named
+    "<model>-<stand_in>"."""
+
+    def archive_target(self, name: str, artifact_dir: Path) -> Any: ...
+
+    def stand_in(self, spec: KindModel, work_dir: Path) -> Any: ...
+
+
 @dataclass(frozen=True)
 class Kind:
     """Everything kind-specific: ``models.yaml``'s entry, the worker's config and handler, the
@@ -84,17 +104,13 @@ class Kind:
     # Config fields the export fills from what it built (weights found, threshold chosen...),
     # beside the manifest's handler keys and BUILD_FIELDS.
     resolved: frozenset[str]
-    # The build: ``export(spec)`` writes build/<model>/ (``tsbatch archive``), and
-    # ``export_with_options(spec, args)`` does it for ``tsbatch export`` with the options
-    # ``export_options`` adds. Each imports the kind's heavy libraries only when called.
-    export: Callable[[KindModel], object]
-    export_with_options: Callable[[KindModel, argparse.Namespace], int]
+    # The build and the sweep, each a function that imports the kind's module when called
+    # (its heavy libraries load only when a build or a sweep runs): ``exporter()`` gives what
+    # ``tsbatch archive`` and ``tsbatch export`` call (the latter with the options
+    # ``export_options`` adds), ``sweep_targets()`` the in-process sweep's targets.
+    exporter: Callable[[], Exporter]
     export_options: Callable[[TakesOptions], None]
-    # The in-process sweep's targets (tsbatch.analysis.sweep.targets.Target, a layer above
-    # this one): a built archive's, by model name and artifact folder, and a random-weight
-    # stand-in of a model's shape, built in a work folder and named "<model>-<stand_in>".
-    archive_target: Callable[[str, Path], Any]
-    stand_in_target: Callable[[KindModel, Path], Any]
+    sweep_targets: Callable[[], SweepTargets]
     stand_in: str
     workload: Workload
     input_schema: Callable[[], InputSchema]  # how the archive's OIP metadata names the input

@@ -27,7 +27,7 @@ EXPORT_INPUTS_FILE = "export_inputs.json"
 def export_model(spec: ModelSpec) -> None:
     """Run the exporter of the model's kind, which imports its libraries (torchvision and
     scikit-learn, transformers) only then: the others do not need them."""
-    spec.kind.export(spec)
+    spec.kind.exporter().export(spec)
 
 
 def export_inputs(spec: ModelSpec, root: Path) -> dict[str, Any]:

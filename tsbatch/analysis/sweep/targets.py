@@ -77,7 +77,7 @@ def resolve_target(name: str, work_dir: Path, build_dir: Path | None = None) -> 
     manifest = load_manifest(build_dir=build_dir)
     stand_ins = stand_in_specs(manifest)
     if name in stand_ins:
-        return stand_ins[name].kind.stand_in_target(stand_ins[name], work_dir)
+        return stand_ins[name].kind.sweep_targets().stand_in(stand_ins[name], work_dir)
     spec = manifest.model(name)
     missing = [
         f
@@ -92,7 +92,7 @@ def resolve_target(name: str, work_dir: Path, build_dir: Path | None = None) -> 
         )
     if missing:
         raise FileNotFoundError(f"{name}: {spec.artifact_dir} lacks {missing}; run `make archive` first")
-    return spec.kind.archive_target(name, spec.artifact_dir)
+    return spec.kind.sweep_targets().archive_target(name, spec.artifact_dir)
 
 
 def stand_in_specs(manifest: Manifest) -> dict[str, ModelSpec]:

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from batchkit.config import ImageModelConfig
 from batchkit.pool import AUTO, decode_threads_problem
 from batchkit.protocols import InputSchema
 from batchkit.reduced import REDUCED_DECODE
-from tsbatch.archive.kind import Kind, TakesOptions
-from tsbatch.archive.manifest import ModelSpec
+from tsbatch.archive.kind import Exporter, Kind, SweepTargets, TakesOptions
 from tsbatch.config.bodies import base64_body, base64_ceiling
 from tsbatch.config.findings import Problem
 from tsbatch.kinds.image import workload
 from tsbatch.kinds.image.schema import ImageModel
 from tsbatch.settings.batch import WorkerKey
-
-if TYPE_CHECKING:  # the sweep's module pulls in torch: the load generators import this record
-    from tsbatch.analysis.sweep.targets import Target
 
 DECODE_PATHS = ("auto", "pil", "tensor")
 
@@ -75,28 +69,16 @@ def export_options(parser: TakesOptions) -> None:
 
 # The build and the sweep, each importing its module only when called: they pull in torchvision and scikit-learn
 # that the load generators, which import this record, never need.
-def export(spec: ModelSpec) -> Path:
-    from tsbatch.kinds.image import export as exporter
+def exporter() -> Exporter:
+    from tsbatch.kinds.image import export
 
-    return exporter.export(spec)
-
-
-def export_with_options(spec: ModelSpec, args: argparse.Namespace) -> int:
-    from tsbatch.kinds.image import export as exporter
-
-    return exporter.export_with_options(spec, args)
+    return export
 
 
-def archive_target(name: str, artifact_dir: Path) -> Target:
+def sweep_targets() -> SweepTargets:
     from tsbatch.kinds.image import sweep
 
-    return sweep.archive_target(name, artifact_dir)
-
-
-def stand_in_target(spec: ModelSpec, work_dir: Path) -> Target:
-    from tsbatch.kinds.image import sweep
-
-    return sweep.stand_in(spec, work_dir)
+    return sweep
 
 
 IMAGE = Kind(
@@ -119,11 +101,9 @@ IMAGE = Kind(
             "reduced_decode_gate",
         }
     ),
-    export=export,
-    export_with_options=export_with_options,
+    exporter=exporter,
     export_options=export_options,
-    archive_target=archive_target,
-    stand_in_target=stand_in_target,
+    sweep_targets=sweep_targets,
     stand_in="imagenet",
     workload=workload.WORKLOAD,
     input_schema=input_schema,

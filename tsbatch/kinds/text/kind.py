@@ -3,21 +3,13 @@ handlers/text_classifier_handler.py."""
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 from batchkit.config import TextModelConfig
 from batchkit.protocols import InputSchema
-from tsbatch.archive.kind import Kind
-from tsbatch.archive.manifest import ModelSpec
+from tsbatch.archive.kind import Exporter, Kind, SweepTargets
 from tsbatch.config.findings import Problem
 from tsbatch.kinds.text import workload
 from tsbatch.kinds.text.options import add_export_options
 from tsbatch.kinds.text.schema import TextModel
-
-if TYPE_CHECKING:  # the sweep's module pulls in torch: the load generators import this record
-    from tsbatch.analysis.sweep.targets import Target
 
 # A token of our tokenizers is at most this many UTF-8 bytes on average in the worst case
 # (long words, accents): a bound for the size of a text of max_length tokens.
@@ -49,28 +41,16 @@ def limits(where: str, entry: TextModel, request_limit: int) -> list[Problem]:
 
 # The build and the sweep, each importing its module only when called: they pull in transformers
 # that the load generators, which import this record, never need.
-def export(spec: ModelSpec) -> Path:
-    from tsbatch.kinds.text import export as exporter
+def exporter() -> Exporter:
+    from tsbatch.kinds.text import export
 
-    return exporter.export(spec)
-
-
-def export_with_options(spec: ModelSpec, args: argparse.Namespace) -> int:
-    from tsbatch.kinds.text import export as exporter
-
-    return exporter.export_with_options(spec, args)
+    return export
 
 
-def archive_target(name: str, artifact_dir: Path) -> Target:
+def sweep_targets() -> SweepTargets:
     from tsbatch.kinds.text import sweep
 
-    return sweep.archive_target(name, artifact_dir)
-
-
-def stand_in_target(spec: ModelSpec, work_dir: Path) -> Target:
-    from tsbatch.kinds.text import sweep
-
-    return sweep.stand_in(spec, work_dir)
+    return sweep
 
 
 TEXT = Kind(
@@ -79,11 +59,9 @@ TEXT = Kind(
     config=TextModelConfig,
     handler="handlers/text_classifier_handler.py",
     resolved=frozenset({"tokenizer_dir", "base_model", "oos_threshold"}),
-    export=export,
-    export_with_options=export_with_options,
+    exporter=exporter,
     export_options=add_export_options,
-    archive_target=archive_target,
-    stand_in_target=stand_in_target,
+    sweep_targets=sweep_targets,
     stand_in="base",
     workload=workload.WORKLOAD,
     input_schema=input_schema,

@@ -4,22 +4,16 @@ distribution's ``tsbatch.kinds`` entry point names; the toolkit reaches the kind
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import tabular_serving
 from tabular_serving.config import TabularModelConfig
 
 from batchkit.protocols import InputSchema
-from tsbatch.archive.kind import Kind, TakesOptions
-from tsbatch.archive.manifest import ModelSpec
+from tsbatch.archive.kind import Exporter, Kind, SweepTargets, TakesOptions
 from tsbatch.config.findings import Problem
 from tsbatch_tabular import workload
 from tsbatch_tabular.schema import TabularModel
-
-if TYPE_CHECKING:  # the sweep's module pulls in torch: the load generators import this record
-    from tsbatch.analysis.sweep.targets import Target
 
 SERVING = Path(tabular_serving.__file__).parent
 # A number as JSON writes it, at most ("-1.2345678901234567e-308") and its comma.
@@ -53,28 +47,16 @@ def export_options(parser: TakesOptions) -> None:
 
 
 # The build and the sweep, each importing its module only when called (torch, for both).
-def export(spec: ModelSpec) -> None:
-    from tsbatch_tabular import export as exporter
+def exporter() -> Exporter:
+    from tsbatch_tabular import export
 
-    exporter.export(spec)
-
-
-def export_with_options(spec: ModelSpec, args: argparse.Namespace) -> int:
-    from tsbatch_tabular import export as exporter
-
-    return exporter.export_with_options(spec, args)
+    return export
 
 
-def archive_target(name: str, artifact_dir: Path) -> Target:
+def sweep_targets() -> SweepTargets:
     from tsbatch_tabular import sweep
 
-    return sweep.archive_target(name, artifact_dir)
-
-
-def stand_in_target(spec: ModelSpec, work_dir: Path) -> Target:
-    from tsbatch_tabular import sweep
-
-    return sweep.stand_in(spec, work_dir)
+    return sweep
 
 
 TABULAR = Kind(
@@ -83,11 +65,9 @@ TABULAR = Kind(
     config=TabularModelConfig,
     handler=str(SERVING / "tabular_classifier_handler.py"),
     resolved=frozenset(),
-    export=export,
-    export_with_options=export_with_options,
+    exporter=exporter,
     export_options=export_options,
-    archive_target=archive_target,
-    stand_in_target=stand_in_target,
+    sweep_targets=sweep_targets,
     stand_in="untrained",
     workload=workload.WORKLOAD,
     input_schema=input_schema,
