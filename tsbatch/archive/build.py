@@ -94,11 +94,14 @@ class BuildHooks(Protocol):
         ...
 
 
-def clear_built(out: Path) -> None:
-    """Remove what an earlier build wrote, so a failed build cannot leave a stale mix or
-    show an earlier build's report."""
+def clear_built(out: Path, before: float) -> None:
+    """Remove what an earlier build wrote (files last written before ``before``, a Unix
+    time), so a failed build cannot leave a stale mix or show an earlier build's report;
+    what this build's ``load`` wrote (a training report) stays."""
     for name in BUILT_FILES:
-        (out / name).unlink(missing_ok=True)
+        path = out / name
+        if path.is_file() and path.stat().st_mtime < before:
+            path.unlink()
 
 
 def load_torchscript(path: Path) -> torch.jit.ScriptModule:
@@ -114,8 +117,10 @@ def build(spec: KindModel, hooks: BuildHooks, out: Path | None = None) -> Path:
     started = time.perf_counter()
     out = out or spec.artifact_dir
     out.mkdir(parents=True, exist_ok=True)
-    clear_built(out)
+    began = time.time()
     entry = hooks.load(out)
+    # Only now: a build that cannot even load (weights not found) leaves the last good one.
+    clear_built(out, before=began)
     model_path = out / artifacts.MODEL_FILE
     hooks.torchscript().save(str(model_path))
     try:

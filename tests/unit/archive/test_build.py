@@ -111,3 +111,16 @@ def test_a_model_without_torchscript_serves_its_packages_only(tmp_path: Path, sp
     handler = artifacts.read_json(out / artifacts.HANDLER_CONFIG_FILE)
     assert handler["model_file"] == "" and handler["compiled_models"] == ["model.cpu-fp32.pt2"]
     assert artifacts.read_json(out / artifacts.BUILD_INFO_FILE)["no_torchscript"] == why
+
+
+def test_a_build_that_cannot_load_leaves_the_earlier_build_as_it_was(tmp_path: Path, spec) -> None:
+    """`tsbatch export --weights` with a wrong path must not wipe the build being served."""
+    (tmp_path / artifacts.HANDLER_CONFIG_FILE).write_text("{}")
+
+    class NoWeights(TinyHooks):
+        def load(self, out: Path) -> Common:
+            raise FileNotFoundError("weights path /no/such.pth does not exist")
+
+    with pytest.raises(FileNotFoundError):
+        build(spec, NoWeights(spec.config), tmp_path)
+    assert (tmp_path / artifacts.HANDLER_CONFIG_FILE).read_text() == "{}"
