@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
+import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -79,6 +82,23 @@ def declared_metrics() -> dict[str, object]:
     return declared
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder that ``build`` fills once per test run and every pytest-xdist process then
+    reads (a session fixture alone runs once per process: with three, three builds of tens
+    of seconds). Readers must copy what they change."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's own folder
+    folder = root / name
+    with (root / f".{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the others wait for the first build
+        if not (folder / ".built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            (folder / ".built").touch()
+    return folder
+
+
 TINY_CROP = 16
 # Every way a CPU can serve: built, gated and recorded on any x86 CPU (bf16 and fp16 run
 # emulated where the CPU lacks them; the tiny model makes that cheap).
@@ -91,14 +111,21 @@ def tiny_gated_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, di
     """The tiny CNN built as the build builds an archive: fp32 TorchScript, a package per
     CPU target for batches of up to 4, every candidate gated and its check outputs
     recorded. Returns the folder and the handler fields the build derived (compiled once
-    per session: about half a minute)."""
+    per test run: about half a minute)."""
+    out = built_once(tmp_path_factory, "tiny-build", build_tiny_cnn)
+    return out, json.loads((out / TINY_FIELDS_FILE).read_text())
+
+
+TINY_FIELDS_FILE = "handler_fields.json"
+
+
+def build_tiny_cnn(out: Path) -> None:
     from batchkit.images import check_images
     from tsbatch.archive.compiled import CompileSettings, GateData, build_and_gate
 
     torch.manual_seed(0)
     model = TinyImageNet(len(TINY_LABELS)).eval()
     scripted = torch.jit.script(model)
-    out = tmp_path_factory.mktemp("tiny-build")
     scripted.save(str(out / "model.pt"))
     images = torch.randn(8, 3, TINY_CROP, TINY_CROP, generator=torch.Generator().manual_seed(2))
     settings = CompileSettings(
@@ -115,7 +142,7 @@ def tiny_gated_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, di
         optimize=True,
     )
     outcome = build_and_gate(model, scripted, out, settings, data)
-    return out, outcome.handler_fields()
+    (out / TINY_FIELDS_FILE).write_text(json.dumps(outcome.handler_fields()))
 
 
 def tiny_image_handler() -> dict:
@@ -167,17 +194,19 @@ def tiny_compiled_model_dir(tiny_image_model_dir: tuple[Path, dict], tiny_gated_
 @pytest.fixture(scope="session")
 def tiny_int8_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny CNN (same seed) statically quantized to int8 and compiled for CPU batches of
-    up to 4 (once per session, tens of seconds)."""
+    up to 4 (once per test run, tens of seconds)."""
+    return built_once(tmp_path_factory, "tiny-int8", quantize_tiny_cnn) / "model.cpu-int8.pt2"
+
+
+def quantize_tiny_cnn(out: Path) -> None:
     from tsbatch.archive.int8.quantize import compile_int8
 
     torch.manual_seed(0)
     model = TinyImageNet(len(TINY_LABELS)).eval()
-    path = tmp_path_factory.mktemp("int8") / "model.cpu-int8.pt2"
     batch = torch.export.Dim("batch", min=1, max=4)
     images = torch.randn(32, 3, 16, 16, generator=torch.Generator().manual_seed(5))
     calibration = [(chunk,) for chunk in images.split(4)]
-    compile_int8(model, (images[:2],), ({0: batch},), path, calibration)
-    return path
+    compile_int8(model, (images[:2],), ({0: batch},), out / "model.cpu-int8.pt2", calibration)
 
 
 @pytest.fixture

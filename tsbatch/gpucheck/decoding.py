@@ -19,6 +19,7 @@ import io
 import json
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.gpucheck.serving import PHOTO_RESULTS_FILE
 from tsbatch.kinds.image.photos import PHOTO_SIZES, photo_jpegs
 from tsbatch.paths import REPO_ROOT
-from tsbatch.server.process import start_instance
+from tsbatch.server.process import TorchServe, start_instance
 
 RESULTS_FILE = "decoding.json"
 # The production shape: what a GPU worker decodes for.
@@ -147,31 +148,45 @@ def photo_rows(
 
 
 def served_rows(model: str, build: Path, threads: int, seconds: float, out: Path) -> list[dict[str, Any]]:
-    """req/s at 224x224 served with the tensor path and with the CPU pool (one worker each)."""
+    """req/s at 224x224 served with the CPU pool and with the tensor path (one worker each):
+    both servers start at once (a start is seconds of a lent GPU's minutes), then each is
+    measured alone while the other idles."""
     repo = load_manifest()
     spec = replace(repo.model(model), build_dir=build)
     manifest = Manifest(models={model: spec}, build_dir=build, model_store=repo.model_store)
-    rows = []
-    for path, pool in (("pil", threads), ("tensor", 1)):
-        label = f"{path} x{pool}"
+    decoders = (("pil", threads), ("tensor", 1))
+
+    def serve(path: str, pool: int) -> TorchServe:
         changes = {model: {"decodePath": path, "decodeThreads": pool, "minWorkers": 1, "maxWorkers": 1}}
         properties, store = private_store(out / f"decode-{path}", [model], changes, manifest=manifest)
-        server = start_instance(
-            out / f"decode-{path}" / "run", store, [model], source=properties, timeout=300
-        )
-        try:
+        return start_instance(out / f"decode-{path}" / "run", store, [model], source=properties, timeout=300)
+
+    with ThreadPoolExecutor(len(decoders)) as starting:
+        starts = [starting.submit(serve, path, pool) for path, pool in decoders]
+    servers = [start.result() for start in starts if start.exception() is None]
+    rows = []
+    try:
+        for start in starts:
+            if (error := start.exception()) is not None:
+                raise error
+        for (path, pool), server in zip(decoders, servers, strict=True):
             driver = LoadDriver(
                 f"{server.url('inference')}/predictions/{model}",
                 payload_images(64, "imagenet"),
                 headers=server.client.headers(),
             )
             figures = driver.run(LoadSpec(concurrency=16, warmup_s=2.0, measure_s=seconds)).figures()
-        finally:
-            server.stop()
-        rps = figures.throughput_rps or 0.0
-        p50 = f"{figures.p50_ms:.0f}" if figures.p50_ms is not None else "n/a"
-        detail = f"{rps:.1f} req/s at 224x224, p50 {p50} ms, {figures.failures} errors of {figures.requests}"
-        rows.append(row(model, "serve decode", label, rps > 0 and not figures.failures, detail))
+            rps = figures.throughput_rps or 0.0
+            p50 = f"{figures.p50_ms:.0f}" if figures.p50_ms is not None else "n/a"
+            detail = (
+                f"{rps:.1f} req/s at 224x224, p50 {p50} ms, {figures.failures} errors of {figures.requests}"
+            )
+            rows.append(
+                row(model, "serve decode", f"{path} x{pool}", rps > 0 and not figures.failures, detail)
+            )
+    finally:
+        with ThreadPoolExecutor(max(len(servers), 1)) as stopping:
+            list(stopping.map(TorchServe.stop, servers))
     return rows
 
 

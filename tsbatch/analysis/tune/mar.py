@@ -88,12 +88,14 @@ def repackage(info: MarInfo, target: Path, settings: dict[str, Any]) -> Path:
     config_file = info.config_file or DEFAULT_CONFIG_FILE
     config = {**info.config, **settings}
     target.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(info.path) as source, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
+    with zipfile.ZipFile(info.path) as source, zipfile.ZipFile(target, "w") as out:
         manifest = json.loads(source.read(MANIFEST_ENTRY))
         manifest["model"]["configFile"] = config_file
         for entry in source.infolist():
             if entry.filename not in (MANIFEST_ENTRY, config_file):
-                out.writestr(entry, source.read(entry))
+                # Stored: this copy lives for one point, and deflating the weights again
+                # would cost seconds of every point.
+                out.writestr(entry, source.read(entry), compress_type=zipfile.ZIP_STORED)
         out.writestr(MANIFEST_ENTRY, json.dumps(manifest, indent=4))
         out.writestr(config_file, yaml.safe_dump(config, sort_keys=False))
     return target
