@@ -13,9 +13,7 @@ PYTEST_ARGS ?=
 # side in TEST_JOBS processes (pytest-xdist, one test file per process at a time, so a module's
 # server starts once), then the `serial` tests alone (they time latency, stalls or shedding
 # under load, which a neighbour's CPU would skew). TEST_JOBS=0 runs the first part in one process.
-# Three on two cores: a process waiting on a server's start or stop leaves its core to the others
-# (measured on a 2-core Genoa: 774 s with 2, 698 s with 3).
-TEST_JOBS ?= 3
+TEST_JOBS ?= 2
 # $(1): a marker expression ANDed with the split ("" for all tests). A run that selects nothing
 # (pytest's exit status 5) is no failure; either run failing fails the target.
 define two_runs
@@ -82,7 +80,7 @@ test-tools: ## Chromium, Prometheus and perf_analyzer for the web-UI, scrape and
 perf-analyzer: ## NVIDIA's perf_analyzer (tritonclient 2.40.0's binary, libcudart 12) into build/perf_analyzer/, outside the venv
 	@bash scripts/ensure_perf_analyzer.sh
 
-test: install archive test-tools ## Install what is needed and run the whole suite (unit + integration; TEST_JOBS=3 side by side, then the serial tests alone)
+test: install archive test-tools ## Install what is needed and run the whole suite (unit + integration; TEST_JOBS=2 side by side, then the serial tests alone)
 	$(call two_runs,)
 
 test-unit: $(INSTALLED) ## Fast unit tests only (everything not marked integration), side by side in TEST_JOBS processes
