@@ -101,7 +101,9 @@ def test_killed_worker_is_restarted_and_only_in_flight_requests_fail(start_serve
         assert 500 <= outcome.status < 600, outcome
         assert "message" in json.loads(outcome.body), outcome.body  # TorchServe's JSON error
         assert outcome.start <= killed_at + 0.5, f"a request sent after the kill failed: {outcome}"
-    assert 0 < len(failed) <= batch_size, "only the batch in flight on the killed worker may fail"
+    # A kill that lands between two batches fails nothing (seen once in CI: 1,903 requests, none
+    # failed); the restart itself is checked above, by the new worker's pid.
+    assert len(failed) <= batch_size, "only the batch in flight on the killed worker may fail"
     assert succeeded_after_kill, "no request succeeded after the restart"
     assert unready is not None and unready.returncode == 1, "readiness must fail while the worker is down"
     assert run_probe(server, "ready").returncode == 0
