@@ -102,10 +102,36 @@ def test_a_deadline_the_batch_meets_in_its_usual_jitter_is_computed() -> None:
         policy.observe(20.0, inputs=8)
         policy.observe(30.0, inputs=8)
     policy.observe(5.0, inputs=1)
-    assert policy.expected_ms(8) > 27 - 5 and policy.hopeful_ms(8) < policy.expected_ms(8)
+    assert policy.expected_ms(8) > 27 - 5 and policy.verdict_ms(8, busy=False) < policy.expected_ms(8)
     assert all(verdict is None for verdict in policy.verdicts([deadline_in(27)] * 8, NOW))
     kept = sum(verdict is None for verdict in policy.verdicts([deadline_in(15)] * 8, NOW))
-    assert 0 < kept < 8 and policy.hopeful_ms(kept) <= 15 < policy.hopeful_ms(kept + 1)
+    light = [policy.verdict_ms(inputs, busy=False) for inputs in (kept, kept + 1)]
+    assert 0 < kept < 8 and light[0] <= 15 < light[1]
+
+
+def test_a_saturated_worker_keeps_only_what_ends_in_time_even_three_jitters_slow() -> None:
+    """The same batches, but back to back for the last second: requests queue behind each
+    batch, so one computed late would delay them all. A burst due in 27 ms (on time in half
+    of its batches) is shed; of one due in 32 ms, only what ends in time three usual jitters
+    slower than expected is kept. Half a second later, with half of that second spent
+    computing (a burst after a trickle), the light-traffic rule holds again."""
+    policy = DeadlinePolicy(batch_delay_ms=10)
+    ended = NOW - 1000.0
+    for _ in range(19):
+        for batch_ms in (20.0, 30.0):
+            ended += batch_ms + 1
+            policy.observe(batch_ms, inputs=8, ended_ms=ended)
+    policy.observe(5.0, inputs=1, ended_ms=NOW - 1)
+    policy.last_computed_ms = NOW
+    assert policy.busy(NOW) and not policy.busy(NOW + 500)
+    assert policy.verdict_ms(8, busy=True) > policy.expected_ms(8) > policy.verdict_ms(8, busy=False)
+    busy_kept = sum(verdict is None for verdict in policy.verdicts([deadline_in(27)] * 8, NOW))
+    assert busy_kept < 8
+    later = [{DEADLINE_HEADER: str(NOW + 500 + 27)}] * 8
+    assert all(verdict is None for verdict in policy.verdicts(later, NOW + 500)), "a quiet half second"
+    kept = sum(verdict is None for verdict in policy.verdicts([deadline_in(32)] * 8, NOW))
+    saturated = [policy.verdict_ms(inputs, busy=True) for inputs in (kept, kept + 1)]
+    assert 0 < kept < 8 and saturated[0] <= 32 < saturated[1]
 
 
 def test_every_input_of_a_multi_input_request_counts() -> None:
