@@ -260,6 +260,17 @@ class TorchServe:
             time.sleep(0.5)
         raise ServerError(f"models not READY after {timeout:.0f}s: {pending}\n{self.log_tail()}")
 
+    def register_and_wait(self, archive: str, model: str, workers: int, timeout: float = 180) -> None:
+        """Register ``archive`` (a file in the model store) as ``model`` and wait until its
+        workers are READY; a worker that dies loading raises :class:`WorkerLoadError`."""
+        self.model_log_offset = LogFollower.end_of(self.model_log)
+        self.client.register(archive, model, workers)
+        self.wait_ready([model], timeout)
+
+    def exited(self) -> bool:
+        """The TorchServe this object started has exited (False for one it did not start)."""
+        return self.process is not None and self.process.poll() is not None
+
     def _model_ready(self, model: str) -> bool:
         try:
             workers = self.client.describe(model, timeout=5).get("workers", [])

@@ -2,8 +2,9 @@
 
 For each model it searches batchSize x maxBatchDelay x worker count. Every setting tried
 gets its own archive (TorchServe lets the archive's model-config.yaml win over
-config.properties, so the setting must be packaged in) in a temporary model store, and
-its own private TorchServe on free loopback ports, token auth on. The load client then
+config.properties, so the setting must be packaged in), registered in turn on one private
+TorchServe per model (free loopback ports, token auth on; fresh workers at every point, one
+JVM start per search: :mod:`tsbatch.analysis.tune.point`). The load client then
 sends real requests (digit PNGs to the image model, our utterances to the intent model,
 with the inference token and the response schema checked) at a fixed concurrency
 (closed loop) or arrival rate (open loop), and after a warm-up measures throughput,

@@ -1,10 +1,12 @@
 """Measure one configuration of one model: package it, serve it, load it, read the figures.
 
 Every setting tried gets its own archive (TorchServe lets the archive's model-config.yaml
-win over config.properties, so the setting must be packaged in) in a temporary model
-store, and its own private TorchServe on free loopback ports, token auth on. The load
-client then sends the model's workload (the toolkit's pool, or the user's ``--requests``)
-with each answer checked, and
+win over config.properties, so the setting must be packaged in). One private TorchServe per
+model's search, on free loopback ports with token auth on, serves them in turn: started with
+the first point's archive, it then has each later point's archive registered in place of the
+one before, so every point gets fresh workers without a JVM start of seconds (as Triton's
+Model Analyzer reloads a model into one server). The load client then sends the model's
+workload (the toolkit's pool, or the user's ``--requests``) with each answer checked, and
 the figures are the gate's (exact nearest-rank percentiles over the measured window) plus
 the mean batch the frontend really formed, from the metrics port's counters.
 """
@@ -16,7 +18,6 @@ import math
 import os
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -31,6 +32,7 @@ from tsbatch.archive.package import private_store
 from tsbatch.archive.traffic import Traffic
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.client.metrics import mean_formed_batch
+from tsbatch.client.torchserve import CallFailed
 from tsbatch.server.process import TorchServe, WorkerLoadError, start_instance
 from tsbatch.settings.batch import BatchSettings
 
@@ -58,8 +60,12 @@ def check_served(server: TorchServe, point: TunePoint) -> None:
     """The server must batch as the point says (a stale archive setting would win silently)."""
     served = BatchSettings.described(server.client.describe(point.model))
     wanted = point.settings
-    if (served.batch_size, served.max_batch_delay_ms) != (wanted.batch_size, wanted.max_batch_delay_ms):
-        raise RuntimeError(f"TorchServe serves {served.batch_size}/{served.max_batch_delay_ms} instead")
+    said = (wanted.batch_size, wanted.max_batch_delay_ms, wanted.workers)
+    if (served.batch_size, served.max_batch_delay_ms, served.workers) != said:
+        raise RuntimeError(
+            f"TorchServe serves batch {served.batch_size}, delay {served.max_batch_delay_ms} ms, "
+            f"{served.workers} workers instead"
+        )
 
 
 class PointRunner:
@@ -78,7 +84,8 @@ class PointRunner:
     ) -> None:
         self.model, self.properties, self.workload = model, properties, workload
         self.load, self.work_dir, self.log_dir, self.log = load, work_dir, log_dir, log
-        self.stopping: list[threading.Thread] = []
+        self.server: TorchServe | None = None  # the search's one TorchServe, once started
+        self.points_served = 0
         self.last_load_error: str | None = None
         # The decode pool the archive is packaged with (None: its kind has none).
         self.packaged_decode_threads: int | str | None = None
@@ -101,11 +108,11 @@ class PointRunner:
         except Exception as exc:  # a point that cannot run is reported; the search goes on
             message = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
             point = replace(point, failure=message, seconds=round(time.perf_counter() - started, 1))
-            kept = self.keep_log(point, server, exc)
+            kept = self.keep_log(point, server or self.server, exc)
             if isinstance(exc, WorkerLoadError):
                 load_error = (exc, kept)
         finally:
-            self.retire(server, point_dir)
+            self.retire(point_dir)
         self.log(describe_point(point))
         self.stop_if_hopeless(load_error)
         return point
@@ -119,9 +126,49 @@ class PointRunner:
         self.last_load_error = reason
 
     def serve(self, point: TunePoint, point_dir: Path) -> TorchServe:
-        """A private TorchServe serving the point's own archive."""
+        """The point's own archive served by the search's TorchServe: the first point starts
+        it (and a point after it exited starts it again), later points replace the archive."""
+        if self.server is not None and self.server.exited():
+            self.stop_server()
+        served_store = self.work_dir / f"{self.model}-served" / "model-store"
+        served_store.mkdir(parents=True, exist_ok=True)
+        if self.server is None:  # what the server starts with (its properties) outlives the point
+            point_dir = Path(tempfile.mkdtemp(prefix="start-", dir=served_store.parent))
         properties, store = self.stage(point.settings.entry(), point_dir)
-        return start_instance(point_dir / "run", store, models=[self.model], source=properties, timeout=180)
+        self.points_served += 1
+        archive = f"{self.model}-point{self.points_served}.mar"
+        shutil.copy(store / f"{self.model}.mar", served_store / archive)
+        if self.server is None:
+            run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=served_store.parent))
+            overrides = {"load_models": archive, "enable_model_api": "true"}  # loopback, private
+            self.server = start_instance(
+                run_dir, served_store, [self.model], source=properties, overrides=overrides, timeout=180
+            )
+            return self.server
+        self.unregister_all(self.server)
+        self.server.register_and_wait(archive, self.model, point.settings.workers or 1, timeout=180)
+        return self.server
+
+    def unregister_all(self, server: TorchServe) -> None:
+        """Every version of the model unregistered (its workers stopped) and its archives
+        deleted, but the newest: the next point starts on an idle server."""
+        try:
+            versions = server.client.versions(self.model)
+        except CallFailed as exc:
+            if exc.status != 404:
+                raise
+            versions = []
+        for version in versions:
+            server.client.unregister(self.model, version)
+        newest = f"{self.model}-point{self.points_served}.mar"
+        for old in server.model_store.glob(f"{self.model}-point*.mar"):
+            if old.name != newest:
+                old.unlink()
+
+    def stop_server(self) -> None:
+        if self.server is not None:
+            server, self.server = self.server, None
+            server.stop()
 
     def stage(self, settings: dict[str, int | str], point_dir: Path) -> tuple[Path, Path]:
         """The properties and the model store that serve the model with ``settings``."""
@@ -154,25 +201,12 @@ class PointRunner:
             requests=figures.requests,
         )
 
-    def retire(self, server: TorchServe | None, point_dir: Path) -> None:
-        """Stop a point's server in the background (the JVM takes seconds to exit) while
-        the next point is packaged; :meth:`close` waits for every one of them."""
-
-        def stop() -> None:
-            try:
-                if server is not None:
-                    server.stop()
-            finally:
-                shutil.rmtree(point_dir, ignore_errors=True)
-
-        thread = threading.Thread(target=stop, name=f"stop-{point_dir.name}")
-        thread.start()
-        self.stopping.append(thread)
+    def retire(self, point_dir: Path) -> None:
+        shutil.rmtree(point_dir, ignore_errors=True)
 
     def close(self) -> None:
-        for thread in self.stopping:
-            thread.join()
-        self.stopping.clear()
+        """Stop the search's TorchServe (the JVM takes seconds to exit)."""
+        self.stop_server()
 
     def keep_log(self, point: TunePoint, server: TorchServe | None, exc: BaseException) -> Path:
         self.log_dir.mkdir(parents=True, exist_ok=True)
