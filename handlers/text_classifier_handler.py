@@ -10,11 +10,11 @@ from typing import Any
 
 import torch
 
-from batchkit.config import TextModelConfig
 from batchkit.handler_base import BatchHandler
 from batchkit.loader import load_served_model
 from batchkit.metrics import BatchReport
-from batchkit.text import (
+from text_classifier.config import TextModelConfig
+from text_classifier.text import (
     TEXT_INPUTS,
     TextScores,
     check_tokens,

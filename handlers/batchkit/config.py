@@ -64,68 +64,8 @@ class ModelConfig:
     timings_ms: BuildTimings = field(default_factory=BuildTimings)
 
 
-@dataclass(frozen=True, kw_only=True)
-class ReducedDecodeGate:
-    """The build's check of reduced-size JPEG decoding (``batchkit.reduced``) on this model
-    and real photos: top-1 agreement with reference decoding and the largest class
-    probability difference; ``passed`` is what ``reducedDecode: auto`` serves by."""
-
-    passed: bool = False
-    photos: int = 0
-    top1_agreement: float = 0.0
-    max_probability_difference: float = 0.0
-
-
 ConfigT = TypeVar("ConfigT", bound=ModelConfig)
 SectionT = TypeVar("SectionT")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ImageModelConfig(ModelConfig):
-    """How the image classifier archive was built and must be fed."""
-
-    architecture: str = "resnet18"
-    weights: str
-    resize_size: int
-    crop_size: int
-    mean: tuple[float, ...]
-    std: tuple[float, ...]
-    max_image_pixels: int = 40_000_000
-    max_body_bytes: int = 16 * 1024 * 1024
-    max_inputs_per_request: int = 32
-    # Freeze + optimize_for_inference at load time (checked against the plain module
-    # within optimize_atol; the worker falls back to the plain module otherwise).
-    optimize: bool = True
-    optimize_atol: float = 1e-4
-    # Threads that decode one batch's images side by side: a whole number (1: inline, no
-    # pool) or auto (per batch, by the pixels its images decode to: batchkit.pool), and how
-    # JPEGs are decoded: auto, pil or tensor (batchkit.decode.image_decoder says how auto
-    # chooses). Both come from the model's decodeThreads/decodePath in config.properties.
-    decode_threads: int | str = "auto"
-    decode_path: str = "auto"
-    # JPEGs decoded at a reduced DCT scale (batchkit.reduced): auto (on when the build's
-    # gate passed), on or off (bit-exact reference preprocessing); the model's reducedDecode.
-    reduced_decode: str = "auto"
-    reduced_decode_gate: ReducedDecodeGate = field(default_factory=ReducedDecodeGate)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TextModelConfig(ModelConfig):
-    """How a text classifier archive was built and must be fed."""
-
-    tokenizer_dir: str
-    base_model: str
-    max_length: int = 64
-    oos_threshold: float
-    oos_label: str = "oos"
-    token_budget: int = 4096
-    # The fixed cost of one forward pass, in tokens: a batch whose lengths differ by more
-    # than this is split into length-sorted passes (0 = never split, only the budget).
-    pass_overhead_tokens: int = 0
-    max_body_bytes: int = 64 * 1024
-    # Padded lengths round up to this multiple (batchkit.text.pad_to_longest): a bounded
-    # set of shapes, all warmed up at load, so memory stays flat under any mix of lengths.
-    pad_to_multiple_of: int = 8
 
 
 def from_mapping(config_type: type[SectionT], values: Mapping[str, Any]) -> SectionT:

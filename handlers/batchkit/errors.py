@@ -49,14 +49,6 @@ class InvalidInput(RequestRejected):
     code = "invalid_input"
 
 
-class InvalidImage(InvalidInput):
-    code = "invalid_image"
-
-
-class InvalidText(InvalidInput):
-    code = "invalid_text"
-
-
 class InvalidDeadline(InvalidInput):
     """The deadline header is not a time the batch core can compare with its clock."""
 

@@ -14,7 +14,8 @@ from PIL import Image
 from sklearn.datasets import load_digits
 
 from batchkit.candidates import ServingCandidate
-from batchkit.config import ImageModelConfig, from_mapping
+from batchkit.config import from_mapping
+from image_classifier.config import ImageModelConfig
 from tests.fakes import bomb_png
 from tests.integration.support import served_tolerance
 from tsbatch.archive import artifacts

@@ -151,7 +151,8 @@ def layer_of(module: str) -> str | None:
     """The layer of a module of handlers/ or tsbatch/ (None for the other folders' scripts)."""
     parts = module.split(".")
     if parts[0] != "tsbatch":
-        return "batchkit" if (HANDLERS_DIR / f"{parts[0]}.py").exists() or parts[0] == "batchkit" else None
+        in_handlers = (HANDLERS_DIR / f"{parts[0]}.py").exists() or (HANDLERS_DIR / parts[0]).is_dir()
+        return "batchkit" if in_handlers else None
     if len(parts) == 1:
         return "core"
     if parts[1] == "kinds":
@@ -192,6 +193,28 @@ def test_the_layer_checker_sees_an_import_upwards() -> None:
         "tsbatch.archive.pipeline (core) -> tsbatch.kinds.image.export (kinds)",
         "tsbatch.kinds.image.kind (kinds) -> tsbatch.cli.main (commands)",
     ]
+
+
+def kind_modules_imported_by_batchkit(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a kind's worker package or handler module by batchkit, the part every kind shares."""
+    kinds = {path.name for path in HANDLERS_DIR.iterdir() if (path / "__init__.py").exists()} - {"batchkit"}
+    kinds |= {path.stem for path in HANDLERS_DIR.glob("*.py")}
+    return [
+        f"{module} -> {target}"
+        for module, imports in sorted(graph.items())
+        if module.split(".")[0] == "batchkit"
+        for target in sorted(imports)
+        if target.split(".")[0] in kinds
+    ]
+
+
+def test_the_batch_core_imports_no_kind() -> None:
+    leaks = kind_modules_imported_by_batchkit(import_graph())
+    assert not leaks, (
+        "batchkit imports a kind's module (it belongs beside that kind's handler):\n" + "\n".join(leaks)
+    )
+    planted = {"batchkit.loader": {"image_classifier.images", "batchkit.errors"}}
+    assert kind_modules_imported_by_batchkit(planted) == ["batchkit.loader -> image_classifier.images"]
 
 
 def test_the_core_has_no_kind_import_line() -> None:

@@ -17,7 +17,14 @@ from packaging.requirements import Requirement
 
 from tsbatch.paths import REPO_ROOT
 
-OWN_ROOTS = {"tsbatch", "batchkit", "image_classifier_handler", "text_classifier_handler"}
+OWN_ROOTS = {
+    "tsbatch",
+    "batchkit",
+    "image_classifier",
+    "text_classifier",
+    "image_classifier_handler",
+    "text_classifier_handler",
+}
 
 
 def normalized(name: str) -> str:

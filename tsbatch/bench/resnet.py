@@ -32,9 +32,10 @@ import torch
 import torchvision
 
 from batchkit.candidates import BASELINE, ServingCandidate
-from batchkit.config import ImageModelConfig, from_mapping
-from batchkit.images import check_images, decode_pixels, model_batch
+from batchkit.config import from_mapping
 from batchkit.loader import load_served_model
+from image_classifier.config import ImageModelConfig
+from image_classifier.images import check_images, decode_pixels, model_batch
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ManifestError, ModelSpec, load_manifest
 from tsbatch.archive.package import private_store
@@ -326,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         if line:
             print(f"{shape}: {line}")
     print(
-        f"\nDecoding (batchkit.decode) in-process per path x decode threads on this machine's "
+        f"\nDecoding (image_classifier.decode) in-process per path x decode threads on this machine's "
         f"{os.cpu_count()} cores, then the default variant served with each:"
     )
     for section in sections:

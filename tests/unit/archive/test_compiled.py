@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from batchkit.candidates import ServingCandidate
-from batchkit.images import check_images
+from image_classifier.images import check_images
 from tests.conftest import TinyImageNet
 from tsbatch.archive.compiled import (
     CompileSettings,

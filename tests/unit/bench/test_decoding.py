@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from batchkit.candidates import ServingCandidate
-from batchkit.config import ImageModelConfig, from_mapping
+from batchkit.config import from_mapping
+from image_classifier.config import ImageModelConfig
 from tests.conftest import tiny_image_handler
 from tsbatch.bench.decoding import (
     SETTINGS,

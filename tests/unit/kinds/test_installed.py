@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from batchkit.images import IMAGE_INPUTS
 from batchkit.protocols import v2_metadata
+from image_classifier.images import IMAGE_INPUTS
 from tsbatch.archive.kind import BUILD_FIELDS, Kind, installed_kinds
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.kinds.image.kind import IMAGE

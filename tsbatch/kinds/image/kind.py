@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchkit.config import ImageModelConfig
-from batchkit.pool import AUTO, decode_threads_problem
 from batchkit.protocols import InputSchema
-from batchkit.reduced import REDUCED_DECODE
+from image_classifier.config import ImageModelConfig
+from image_classifier.pool import AUTO, decode_threads_problem
+from image_classifier.reduced import REDUCED_DECODE
 from tsbatch.archive.kind import Exporter, Kind, SweepTargets, TakesOptions
 from tsbatch.config.bodies import base64_body, base64_ceiling
 from tsbatch.config.findings import Problem
 from tsbatch.kinds.image import workload
 from tsbatch.kinds.image.schema import ImageModel
+from tsbatch.paths import HANDLERS_DIR
 from tsbatch.settings.batch import WorkerKey
 
 DECODE_PATHS = ("auto", "pil", "tensor")
@@ -38,7 +39,7 @@ DECODE_KEYS = (
 
 
 def input_schema() -> InputSchema:
-    from batchkit.images import IMAGE_INPUTS  # imported here: images pulls in torch
+    from image_classifier.images import IMAGE_INPUTS  # imported here: images pulls in torch
 
     return IMAGE_INPUTS
 
@@ -86,6 +87,7 @@ IMAGE = Kind(
     entry=ImageModel,
     config=ImageModelConfig,
     handler="handlers/image_classifier_handler.py",
+    handler_modules=(HANDLERS_DIR / "image_classifier",),  # its decoding, config and errors
     # What export resolves, and the decode settings packaging takes from config.properties.
     resolved=frozenset(
         {

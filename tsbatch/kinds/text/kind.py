@@ -3,13 +3,14 @@ handlers/text_classifier_handler.py."""
 
 from __future__ import annotations
 
-from batchkit.config import TextModelConfig
 from batchkit.protocols import InputSchema
+from text_classifier.config import TextModelConfig
 from tsbatch.archive.kind import Exporter, Kind, SweepTargets
 from tsbatch.config.findings import Problem
 from tsbatch.kinds.text import workload
 from tsbatch.kinds.text.options import add_export_options
 from tsbatch.kinds.text.schema import TextModel
+from tsbatch.paths import HANDLERS_DIR
 
 # A token of our tokenizers is at most this many UTF-8 bytes on average in the worst case
 # (long words, accents): a bound for the size of a text of max_length tokens.
@@ -17,7 +18,7 @@ BYTES_PER_TOKEN = 8
 
 
 def input_schema() -> InputSchema:
-    from batchkit.text import TEXT_INPUTS  # imported here: text pulls in torch
+    from text_classifier.text import TEXT_INPUTS  # imported here: text pulls in torch
 
     return TEXT_INPUTS
 
@@ -58,6 +59,7 @@ TEXT = Kind(
     entry=TextModel,
     config=TextModelConfig,
     handler="handlers/text_classifier_handler.py",
+    handler_modules=(HANDLERS_DIR / "text_classifier",),  # its decoding, config and errors
     resolved=frozenset({"tokenizer_dir", "base_model", "oos_threshold"}),
     exporter=exporter,
     export_options=add_export_options,

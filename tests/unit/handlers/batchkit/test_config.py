@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from batchkit.config import ImageModelConfig, ModelConfig, TextModelConfig, from_mapping, to_mapping
+from batchkit.config import ModelConfig, from_mapping, to_mapping
+from image_classifier.config import ImageModelConfig
+from text_classifier.config import TextModelConfig
 
 TEXT = {
     "model_name": "intent",

@@ -10,7 +10,6 @@ import torch
 
 from batchkit.errors import (
     InferenceFailed,
-    InvalidImage,
     InvalidInput,
     PayloadTooLarge,
     RequestError,
@@ -18,6 +17,7 @@ from batchkit.errors import (
     error_for_exception,
     inputs_rejected,
 )
+from image_classifier.errors import InvalidImage
 
 
 def test_each_rejection_maps_to_its_status_and_code() -> None:

@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from batchkit.candidates import BASELINE, ServingCandidate
-from batchkit.config import ImageModelConfig, from_mapping
-from batchkit.images import check_images
+from batchkit.config import from_mapping
 from batchkit.loader import (
     ArchiveMismatchError,
     host_here,
@@ -23,6 +22,8 @@ from batchkit.loader import (
 from batchkit.planner import NothingToServeError, Reason, plan
 from batchkit.precision import cpu_identity
 from batchkit.tolerance import probabilities_disagree
+from image_classifier.config import ImageModelConfig
+from image_classifier.images import check_images
 from tests.conftest import TINY_CROP
 
 CPU = torch.device("cpu")

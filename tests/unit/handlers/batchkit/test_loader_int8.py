@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from batchkit.config import ImageModelConfig, from_mapping
-from batchkit.images import check_images
+from batchkit.config import from_mapping
 from batchkit.loader import load_compiled, load_served_model
 from batchkit.precision import cpu_identity
+from image_classifier.config import ImageModelConfig
+from image_classifier.images import check_images
 from tsbatch.archive.compiled import check_record
 
 CPU = torch.device("cpu")

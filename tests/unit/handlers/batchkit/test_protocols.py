@@ -14,8 +14,7 @@ from batchkit.binary_tensors import (
     encode_elements,
     header_length_of,
 )
-from batchkit.errors import InvalidImage, InvalidText, PayloadTooLarge, RequestError
-from batchkit.images import IMAGE_INPUTS
+from batchkit.errors import PayloadTooLarge, RequestError
 from batchkit.protocols import (
     FORM_ENCODED_MESSAGE,
     ErrorReply,
@@ -25,7 +24,10 @@ from batchkit.protocols import (
     input_error_body,
     parse_request,
 )
-from batchkit.text import TEXT_INPUTS
+from image_classifier.errors import InvalidImage
+from image_classifier.images import IMAGE_INPUTS
+from text_classifier.errors import InvalidText
+from text_classifier.text import TEXT_INPUTS
 
 
 def parse(request: object, schema=IMAGE_INPUTS, max_inputs: int = 8, header_length: str | None = None):

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from batchkit.config import TextModelConfig, from_mapping
+from batchkit.config import from_mapping
 from tests.conftest import tiny_encoder
+from text_classifier.config import TextModelConfig
 from tsbatch.archive import artifacts
 from tsbatch.archive.export import main as export_command
 from tsbatch.archive.manifest import load_manifest

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from batchkit.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tests.classifier_folders import LABELS, TOKENS, edited_copy
+from text_classifier.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.kinds.text.model import save_tokenizer
 from tsbatch.kinds.text.pretrained import (
     MAX_LENGTH_CAP,

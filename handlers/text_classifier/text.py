@@ -18,10 +18,10 @@ import torch
 from tokenizers import Tokenizer
 
 from batchkit.batching import plan_sub_batches
-from batchkit.errors import InvalidText
 from batchkit.metrics import PaddingStats
 from batchkit.payloads import check_size, parse_json_object
 from batchkit.protocols import InputSchema
+from text_classifier.errors import InvalidText
 
 TOKENIZER_FILE = "tokenizer.json"
 TEXT_KEY = "text"

@@ -1,4 +1,4 @@
-"""Text request decoding, tokenization and length-aware batching (batchkit/text.py)."""
+"""Text request decoding, tokenization and length-aware batching (text_classifier/text.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from batchkit.errors import InvalidText, PayloadTooLarge
-from batchkit.text import (
+from batchkit.errors import PayloadTooLarge
+from text_classifier.errors import InvalidText
+from text_classifier.text import (
     TextScores,
     length_buckets,
     load_tokenizer,

@@ -13,8 +13,10 @@ import torch
 from PIL import Image
 from torchvision.transforms import functional as tv_functional
 
-from batchkit.config import ImageModelConfig, from_mapping
-from batchkit.decode import (
+from batchkit.config import from_mapping
+from batchkit.errors import InvalidInput, PayloadTooLarge, RequestError
+from image_classifier.config import ImageModelConfig
+from image_classifier.decode import (
     DecodePool,
     ImageDecoder,
     chunks,
@@ -24,8 +26,7 @@ from batchkit.decode import (
     image_decoder,
     tensor_decodable,
 )
-from batchkit.errors import InvalidInput, PayloadTooLarge, RequestError
-from batchkit.images import crop_pixels
+from image_classifier.images import crop_pixels
 from tests.conftest import image_bytes, tiny_image_handler
 
 CPU = torch.device("cpu")

@@ -14,8 +14,9 @@ import torchvision
 from PIL import Image
 from torchvision.transforms import functional as tv_functional
 
-from batchkit.errors import InvalidImage, PayloadTooLarge
-from batchkit.images import (
+from batchkit.errors import PayloadTooLarge
+from image_classifier.errors import InvalidImage
+from image_classifier.images import (
     crop_pixels,
     decode_pixels,
     image_bytes,

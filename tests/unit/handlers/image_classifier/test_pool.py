@@ -12,10 +12,11 @@ import pytest
 import torch
 from PIL import Image
 
-from batchkit.config import ImageModelConfig, from_mapping
-from batchkit.decode import ImageDecoder
+from batchkit.config import from_mapping
 from batchkit.errors import RequestError
-from batchkit.pool import (
+from image_classifier.config import ImageModelConfig
+from image_classifier.decode import ImageDecoder
+from image_classifier.pool import (
     AUTO,
     LARGE_PICTURE_PIXELS,
     DecodePool,

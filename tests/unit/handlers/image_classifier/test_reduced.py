@@ -9,11 +9,13 @@ import pytest
 import torch
 from PIL import Image
 
-from batchkit.config import ImageModelConfig, ReducedDecodeGate, from_mapping
-from batchkit.decode import DecodePool, ImageDecoder, tensor_decodable
-from batchkit.errors import InvalidImage, PayloadTooLarge
-from batchkit.images import open_image, raw_pixels
-from batchkit.reduced import dct_scale, reduced_decode_enabled, scaled_size
+from batchkit.config import from_mapping
+from batchkit.errors import PayloadTooLarge
+from image_classifier.config import ImageModelConfig, ReducedDecodeGate
+from image_classifier.decode import DecodePool, ImageDecoder, tensor_decodable
+from image_classifier.errors import InvalidImage
+from image_classifier.images import open_image, raw_pixels
+from image_classifier.reduced import dct_scale, reduced_decode_enabled, scaled_size
 from tests.conftest import tiny_image_handler
 from tsbatch.kinds.image.photos import jpeg, photo
 
