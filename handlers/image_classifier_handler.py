@@ -12,9 +12,9 @@ import torch
 from batchkit.errors import RequestError
 from batchkit.handler_base import BatchHandler
 from batchkit.loader import load_served_model
-from image_classifier.config import ImageModelConfig
-from image_classifier.decode import ImageDecoder, image_decoder
-from image_classifier.images import IMAGE_INPUTS, check_images, model_batch
+from image_serving.config import ImageModelConfig
+from image_serving.decode import ImageDecoder, image_decoder
+from image_serving.images import IMAGE_INPUTS, check_images, model_batch
 
 
 class ImageClassifierHandler(BatchHandler[ImageModelConfig]):

@@ -13,8 +13,8 @@ import torch
 from batchkit.handler_base import BatchHandler
 from batchkit.loader import load_served_model
 from batchkit.metrics import BatchReport
-from text_classifier.config import TextModelConfig
-from text_classifier.text import (
+from text_serving.config import TextModelConfig
+from text_serving.text import (
     TEXT_INPUTS,
     TextScores,
     check_tokens,

@@ -120,7 +120,7 @@ TINY_FIELDS_FILE = "handler_fields.json"
 
 
 def build_tiny_cnn(out: Path) -> None:
-    from image_classifier.images import check_images
+    from image_serving.images import check_images
     from tsbatch.archive.compiled import CompileSettings, GateData, build_and_gate
 
     torch.manual_seed(0)

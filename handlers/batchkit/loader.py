@@ -234,8 +234,8 @@ def load_served_model(
     """The first planned candidate that loads here and reproduces its build record; a
     :class:`NothingToServeError` saying why when an archive without TorchScript has none.
 
-    ``check_inputs`` must be the archive's fixed check inputs (``image_classifier.images.check_images``,
-    ``text_classifier.text.check_tokens``): the build recorded its outputs on those. ``host``
+    ``check_inputs`` must be the archive's fixed check inputs (``image_serving.images.check_images``,
+    ``text_serving.text.check_tokens``): the build recorded its outputs on those. ``host``
     defaults to this machine (:func:`host_here`)."""
     planned: Plan = plan(config, host or host_here(model_dir, device, max_batch_size))
     reasons = list(planned.reasons)

@@ -21,7 +21,7 @@ import torch
 import yaml
 from PIL import Image
 
-from image_classifier.images import decode_pixels, model_batch
+from image_serving.images import decode_pixels, model_batch
 from tests.conftest import BatchFlattening
 from tests.integration.support import private_port_entries
 from tsbatch.analysis.tune.mar import read_mar, repackage

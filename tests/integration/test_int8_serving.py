@@ -13,7 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
-from image_classifier.images import check_images, decode_pixels, model_batch
+from image_serving.images import check_images, decode_pixels, model_batch
 from tests.conftest import TINY_LABELS, TinyImageNet, tiny_image_handler
 from tsbatch.archive import artifacts
 from tsbatch.archive.compiled import CompileSettings, GateData, build_and_gate

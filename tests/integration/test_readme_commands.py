@@ -21,7 +21,7 @@ import pytest
 import requests
 import torch
 
-from image_classifier.images import decode_pixels, model_batch
+from image_serving.images import decode_pixels, model_batch
 from tests.integration.support import json_documents, private_port_entries
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import load_manifest

@@ -108,7 +108,7 @@ def test_a_jpeg_over_the_limit_even_at_one_eighth_and_a_png_bomb_get_413(reduced
         responses = list(pool.map(lambda body: post(reduced_server, body), [jpeg_bomb, png_bomb, good]))
     assert [r.status_code for r in responses] == [413, 413, 200], [r.text[:200] for r in responses]
     # Past 2 x PIL's own bomb bound (179 MP) PIL refuses it at open; nearer, ``reduce_jpeg``
-    # says "even decoded at 1/8" (tests/unit/handlers/image_classifier/test_reduced.py).
+    # says "even decoded at 1/8" (tests/unit/handlers/image_serving/test_reduced.py).
     assert "4225000000 pixels" in responses[0].json()["error"]["message"]
     assert "8000x6000 = 48000000 pixels; the limit is" in responses[1].json()["error"]["message"]
 
@@ -116,7 +116,7 @@ def test_a_jpeg_over_the_limit_even_at_one_eighth_and_a_png_bomb_get_413(reduced
 def test_auto_decodes_big_photos_side_by_side_and_small_ones_inline(reduced_server) -> None:
     """decodeThreads auto (config.properties' default): a batch of 12 MP photos is decoded on
     the worker's cores, a batch of 224x224 pictures inline; the worker counts its batches."""
-    from image_classifier.pool import worker_cores
+    from image_serving.pool import worker_cores
 
     def batches() -> dict[str, int]:
         decision = served_decision(reduced_server, MODEL)

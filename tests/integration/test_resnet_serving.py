@@ -15,7 +15,7 @@ from sklearn.datasets import load_digits
 
 from batchkit.candidates import ServingCandidate
 from batchkit.config import from_mapping
-from image_classifier.config import ImageModelConfig
+from image_serving.config import ImageModelConfig
 from tests.fakes import bomb_png
 from tests.integration.support import served_tolerance
 from tsbatch.archive import artifacts

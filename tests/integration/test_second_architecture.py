@@ -9,7 +9,7 @@ import pytest
 import torch
 import yaml
 
-from image_classifier.images import decode_pixels, model_batch
+from image_serving.images import decode_pixels, model_batch
 from tests.integration.test_resnet_serving import digit_png
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import load_manifest

@@ -109,7 +109,7 @@ def module_file(module: str) -> Path | None:
 def module_exists(module: str) -> bool:
     if module_file(module):
         return True
-    own = ("tsbatch", "batchkit", "image_classifier", "text_classifier", "scripts", "deploy", "loadtest")
+    own = ("tsbatch", "batchkit", "image_serving", "text_serving", "scripts", "deploy", "loadtest")
     if module.split(".")[0] in (*own, "handlers", "tests"):
         return False
     return importlib.util.find_spec(module) is not None
@@ -159,7 +159,7 @@ def test_named_modules_exist(page: Path) -> None:
 # under the project's own import roots, or as a relative path to a .py file.
 PROSE_DIRS = ("handlers", "tsbatch", "tests", "scripts", "deploy")
 DOTTED_NAME = re.compile(
-    r"(?<![\w./-])((?:tsbatch|batchkit|image_classifier|text_classifier|deploy|scripts)(?:\.[A-Za-z_]\w*)+)"
+    r"(?<![\w./-])((?:tsbatch|batchkit|image_serving|text_serving|deploy|scripts)(?:\.[A-Za-z_]\w*)+)"
 )
 PY_PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)+[\w-]+\.py)\b")
 
@@ -192,7 +192,7 @@ def top_level_names(path: Path) -> set[str]:
 
 def dotted_name_exists(name: str) -> bool:
     """A module, or an attribute of one: the longest module prefix must exist and, when
-    something follows it, define that next name (``image_classifier.images.decode_pixels``)."""
+    something follows it, define that next name (``image_serving.images.decode_pixels``)."""
     parts = name.split(".")
     for length in range(len(parts), 0, -1):
         if path := module_file(".".join(parts[:length])):
@@ -226,11 +226,11 @@ def test_modules_named_in_docstrings_and_comments_exist() -> None:
 def test_the_prose_checker_sees_a_stale_name(tmp_path: Path) -> None:
     source = tmp_path / "module.py"
     source.write_text(
-        '"""Built by ``tsbatch.archive.compiled`` with ``image_classifier.images.decode_pixels``, not\n'
-        '``tsbatch.bench.variants`` nor ``image_classifier.images.no_such``; see deploy/container_config.py."""\n'
+        '"""Built by ``tsbatch.archive.compiled`` with ``image_serving.images.decode_pixels``, not\n'
+        '``tsbatch.bench.variants`` nor ``image_serving.images.no_such``; see deploy/container_config.py."""\n'
         "# tsbatch/archive/gone.py is stale, batchkit/config.py is not; /app/deploy/start.py is the image's.\n"
     )
-    stale = ["image_classifier.images.no_such", "tsbatch.bench.variants", "tsbatch/archive/gone.py"]
+    stale = ["image_serving.images.no_such", "tsbatch.bench.variants", "tsbatch/archive/gone.py"]
     assert stale_names(source) == stale
 
 

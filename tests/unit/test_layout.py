@@ -7,6 +7,7 @@ test imports still fails here.
 from __future__ import annotations
 
 import ast
+import pkgutil
 import re
 import sys
 from collections.abc import Iterator
@@ -213,8 +214,21 @@ def test_the_batch_core_imports_no_kind() -> None:
     assert not leaks, (
         "batchkit imports a kind's module (it belongs beside that kind's handler):\n" + "\n".join(leaks)
     )
-    planted = {"batchkit.loader": {"image_classifier.images", "batchkit.errors"}}
-    assert kind_modules_imported_by_batchkit(planted) == ["batchkit.loader -> image_classifier.images"]
+    planted = {"batchkit.loader": {"image_serving.images", "batchkit.errors"}}
+    assert kind_modules_imported_by_batchkit(planted) == ["batchkit.loader -> image_serving.images"]
+
+
+def test_no_handlers_module_shadows_a_torchserve_stock_handler() -> None:
+    """TorchServe resolves an archive's bare handler name (``image_classifier``) by importing
+    it, so a module or package of that name under handlers/ (installed with the toolkit, and
+    staged into archives) would win over the stock handler and break every archive using it."""
+    import ts.torch_handler
+
+    stock = {module.name for module in pkgutil.iter_modules(ts.torch_handler.__path__)}
+    ours = {path.stem for path in HANDLERS_DIR.glob("*.py")}
+    ours |= {path.name for path in HANDLERS_DIR.iterdir() if (path / "__init__.py").exists()}
+    assert {"image_classifier", "text_classifier"} <= stock
+    assert not ours & stock, f"handlers/ names TorchServe's stock handlers: {sorted(ours & stock)}"
 
 
 def test_the_core_has_no_kind_import_line() -> None:

@@ -20,8 +20,8 @@ from tsbatch.paths import REPO_ROOT
 OWN_ROOTS = {
     "tsbatch",
     "batchkit",
-    "image_classifier",
-    "text_classifier",
+    "image_serving",
+    "text_serving",
     "image_classifier_handler",
     "text_classifier_handler",
 }

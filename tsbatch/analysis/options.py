@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from image_classifier.pool import AUTO
+from image_serving.pool import AUTO
 
 
 def decode_threads_list(text: str) -> list[int | str]:
-    """``"auto,1,2"``: decode pools to try, ``auto`` (sized per batch, ``image_classifier.pool``)
+    """``"auto,1,2"``: decode pools to try, ``auto`` (sized per batch, ``image_serving.pool``)
     first, then distinct whole numbers of at least 1 in order."""
     parts = {part.strip() for part in text.split(",") if part.strip()}
     auto: list[int | str] = [AUTO] if AUTO in parts else []

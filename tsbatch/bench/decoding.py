@@ -1,5 +1,5 @@
 """Decode rows of ``make bench``: how fast a worker turns request bodies into crops, per
-decode path (PIL or the tensor path, ``image_classifier.decode``) and decode pool size, beside the
+decode path (PIL or the tensor path, ``image_serving.decode``) and decode pool size, beside the
 model's own rate, so the table says whether the worker is decode-bound.
 
 Each row is measured in-process on the benchmark's own payloads, the worker's code with
@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-from image_classifier.config import ImageModelConfig
-from image_classifier.decode import DecodePool, ImageDecoder
-from image_classifier.pool import AUTO
+from image_serving.config import ImageModelConfig
+from image_serving.decode import DecodePool, ImageDecoder
+from image_serving.pool import AUTO
 
 # (path, threads) measured on every run; the served table repeats the non-default ones.
 SETTINGS = (("pil", 1), ("pil", 2), ("tensor", 1), ("tensor", 2))

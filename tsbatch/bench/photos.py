@@ -37,7 +37,7 @@ import yaml
 from PIL import Image
 
 from batchkit.config import from_mapping
-from image_classifier.config import ImageModelConfig
+from image_serving.config import ImageModelConfig
 from tsbatch.analysis.options import decode_threads_list
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ManifestError, load_manifest

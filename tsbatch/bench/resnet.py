@@ -34,8 +34,8 @@ import torchvision
 from batchkit.candidates import BASELINE, ServingCandidate
 from batchkit.config import from_mapping
 from batchkit.loader import load_served_model
-from image_classifier.config import ImageModelConfig
-from image_classifier.images import check_images, decode_pixels, model_batch
+from image_serving.config import ImageModelConfig
+from image_serving.images import check_images, decode_pixels, model_batch
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ManifestError, ModelSpec, load_manifest
 from tsbatch.archive.package import private_store
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         if line:
             print(f"{shape}: {line}")
     print(
-        f"\nDecoding (image_classifier.decode) in-process per path x decode threads on this machine's "
+        f"\nDecoding (image_serving.decode) in-process per path x decode threads on this machine's "
         f"{os.cpu_count()} cores, then the default variant served with each:"
     )
     for section in sections:

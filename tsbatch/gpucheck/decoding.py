@@ -1,5 +1,5 @@
 """The decode half of ``scripts/gpu_check.sh``: JPEGs decoded on the device (the tensor
-path of ``image_classifier.decode``: one batched ``decode_jpeg`` call, resampled there) against
+path of ``image_serving.decode``: one batched ``decode_jpeg`` call, resampled there) against
 the CPU decode pool, in-process and served at 224x224, as rows of the summary table; and
 real photos at camera sizes (1920x1080, 12 MP, 48 MP; ``--photos-only``, which needs no
 build and runs in the script's first minutes) decoded in process both ways.
@@ -28,9 +28,9 @@ import torch
 from PIL import Image
 
 from batchkit.config import from_mapping
-from image_classifier.config import ImageModelConfig
-from image_classifier.decode import DecodePool, ImageDecoder
-from image_classifier.images import model_batch
+from image_serving.config import ImageModelConfig
+from image_serving.decode import DecodePool, ImageDecoder
+from image_serving.images import model_batch
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import Manifest, ManifestError, load_manifest
 from tsbatch.archive.package import private_store

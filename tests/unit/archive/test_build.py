@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from image_classifier.images import check_images
+from image_serving.images import check_images
 from tests.conftest import TinyImageNet
 from tsbatch.archive import artifacts
 from tsbatch.archive.build import GatePlan, Verified, build

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from batchkit.candidates import ServingCandidate
-from image_classifier.images import check_images
+from image_serving.images import check_images
 from tests.conftest import TinyImageNet
 from tsbatch.archive.compiled import (
     CompileSettings,

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from batchkit.config import from_mapping
-from text_classifier.config import TextModelConfig
+from text_serving.config import TextModelConfig
 from tsbatch.archive import kind as kind_module
 from tsbatch.archive.kind import KINDS_GROUP, KindError, installed_kinds, load_kinds
 from tsbatch.archive.manifest import ManifestError, load_manifest

@@ -7,7 +7,7 @@ import pytest
 
 from batchkit.candidates import ServingCandidate
 from batchkit.config import from_mapping
-from image_classifier.config import ImageModelConfig
+from image_serving.config import ImageModelConfig
 from tests.conftest import tiny_image_handler
 from tsbatch.bench.decoding import (
     SETTINGS,

@@ -13,7 +13,7 @@ from batchkit.loader import load_compiled
 from tests.conftest import tiny_encoder
 from tests.unit.handlers.conftest import MAX_LENGTH, TINY_LABELS
 from tests.unit.handlers.test_text_classifier_handler import body, make_handler
-from text_classifier.text import check_tokens, load_tokenizer
+from text_serving.text import check_tokens, load_tokenizer
 from tsbatch.archive.compiled import check_record
 from tsbatch.archive.int8.quantize import compile_int8, quantized_op_counts
 from tsbatch.kinds.text.model import IntentClassifier

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from batchkit.protocols import v2_metadata
-from image_classifier.images import IMAGE_INPUTS
+from image_serving.images import IMAGE_INPUTS
 from tsbatch.archive.kind import BUILD_FIELDS, Kind, installed_kinds
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.kinds.image.kind import IMAGE

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from batchkit.protocols import Protocol, parse_request
-from image_classifier.images import IMAGE_INPUTS
-from text_classifier.text import TEXT_INPUTS
+from image_serving.images import IMAGE_INPUTS
+from text_serving.text import TEXT_INPUTS
 from tsbatch.kinds.image.workload import WORKLOAD as IMAGES
 from tsbatch.kinds.image.workload import image_pool
 from tsbatch.kinds.text.workload import WORKLOAD as TEXTS

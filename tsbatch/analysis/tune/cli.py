@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from batchkit.candidates import ServingCandidate
-from image_classifier.pool import AUTO
+from image_serving.pool import AUTO
 from tsbatch.analysis.options import decode_threads_list, int_list
 from tsbatch.analysis.tune.mar import MarInfo, models_entry_base, read_mar, repackage
 from tsbatch.analysis.tune.point import EveryPointFails, ManifestPointRunner, MarPointRunner, PointRunner

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from image_classifier.pool import decode_threads_problem
+from image_serving.pool import decode_threads_problem
 from tsbatch.settings.batch import BATCH_KEYS, BatchSettings
 
 MANIFEST_ENTRY = "MAR-INF/MANIFEST.json"

@@ -134,7 +134,7 @@ def search_layout(
     """The decode pool: the best point so far (the SLA's winner, else the most throughput)
     again with each pool size that, over its workers, fits the cores. Large photos are
     decode-bound, and PIL decodes without the GIL: a pool lets one worker use every core;
-    auto decodes small pictures inline and big ones side by side (``image_classifier.pool``)."""
+    auto decodes small pictures inline and big ones side by side (``image_serving.pool``)."""
     measured = [p for p in result.points if not p.failure]
     if not space.decode_threads or not measured:
         return

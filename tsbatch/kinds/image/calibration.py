@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from image_classifier.images import preprocess, to_rgb
+from image_serving.images import preprocess, to_rgb
 from tsbatch.kinds.image.schema import Calibration
 from tsbatch.kinds.image.weights import ExportError, ResolvedWeights
 

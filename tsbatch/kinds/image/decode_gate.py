@@ -1,4 +1,4 @@
-"""The build's gate on reduced-size JPEG decoding (``image_classifier.reduced``): the model being
+"""The build's gate on reduced-size JPEG decoding (``image_serving.reduced``): the model being
 built classifies real photos decoded both ways, and ``reducedDecode: auto`` serves reduced
 decoding only where its answers stay those of the reference decoding.
 
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import torch
 
-from image_classifier.config import ReducedDecodeGate
-from image_classifier.images import normalize_pixels, raw_pixels
-from image_classifier.reduced import SHARPNESS_MARGIN
+from image_serving.config import ReducedDecodeGate
+from image_serving.images import normalize_pixels, raw_pixels
+from image_serving.reduced import SHARPNESS_MARGIN
 from tsbatch.archive import artifacts
 from tsbatch.kinds.image.photos import jpeg, photo
 from tsbatch.kinds.image.weights import ResolvedWeights

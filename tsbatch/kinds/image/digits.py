@@ -25,7 +25,7 @@ def train_on_digits(architecture: str, options: Digits) -> ResolvedWeights:
     from sklearn.model_selection import train_test_split
     from torchvision.transforms import v2
 
-    from image_classifier.images import preprocess
+    from image_serving.images import preprocess
 
     seed, size, epochs, batch_size = options.seed, options.image_size, options.epochs, options.batch_size
     torch.manual_seed(seed)

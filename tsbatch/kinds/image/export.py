@@ -30,7 +30,7 @@ import torch
 import torchvision
 
 from batchkit.worker import optimize_for_serving
-from image_classifier.images import check_images
+from image_serving.images import check_images
 from tsbatch.archive.build import GatePlan, Verified, build
 from tsbatch.archive.compiled import CompileSettings, GateData, NothingToServeError
 from tsbatch.archive.gates import Batch, Scorer, top1_accuracy

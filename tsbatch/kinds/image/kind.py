@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from batchkit.protocols import InputSchema
-from image_classifier.config import ImageModelConfig
-from image_classifier.pool import AUTO, decode_threads_problem
-from image_classifier.reduced import REDUCED_DECODE
+from image_serving.config import ImageModelConfig
+from image_serving.pool import AUTO, decode_threads_problem
+from image_serving.reduced import REDUCED_DECODE
 from tsbatch.archive.kind import Exporter, Kind, SweepTargets, TakesOptions
 from tsbatch.config.bodies import base64_body, base64_ceiling
 from tsbatch.config.findings import Problem
@@ -39,7 +39,7 @@ DECODE_KEYS = (
 
 
 def input_schema() -> InputSchema:
-    from image_classifier.images import IMAGE_INPUTS  # imported here: images pulls in torch
+    from image_serving.images import IMAGE_INPUTS  # imported here: images pulls in torch
 
     return IMAGE_INPUTS
 
@@ -87,7 +87,7 @@ IMAGE = Kind(
     entry=ImageModel,
     config=ImageModelConfig,
     handler="handlers/image_classifier_handler.py",
-    handler_modules=(HANDLERS_DIR / "image_classifier",),  # its decoding, config and errors
+    handler_modules=(HANDLERS_DIR / "image_serving",),  # its decoding, config and errors
     # What export resolves, and the decode settings packaging takes from config.properties.
     resolved=frozenset(
         {

@@ -1,5 +1,5 @@
 """The manifest entry of an image classifier (``kind: image``): what the build reads, plus
-the handler's keys generated from ``image_classifier.config.ImageModelConfig``."""
+the handler's keys generated from ``image_serving.config.ImageModelConfig``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, PositiveInt
 
-from image_classifier.config import ImageModelConfig
+from image_serving.config import ImageModelConfig
 from tsbatch.archive.schema import Common, Compile, Fraction, Section, Verify, handler_model
 
 

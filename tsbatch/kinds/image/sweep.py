@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from batchkit.worker import load_torchscript
-from image_classifier.config import ImageModelConfig
+from image_serving.config import ImageModelConfig
 from tsbatch.analysis.sweep.inputs import POOL_SIZE, Scenario, cycle
 from tsbatch.analysis.sweep.targets import Target
 from tsbatch.archive import artifacts
@@ -22,7 +22,7 @@ from tsbatch.paths import REPO_ROOT
 
 def image_scenario(handler: dict[str, Any], pool_size: int = POOL_SIZE) -> Scenario:
     """Digit images preprocessed exactly as the handler does, at the archive's crop size."""
-    from image_classifier.images import preprocess
+    from image_serving.images import preprocess
 
     resize, crop = int(handler["resize_size"]), int(handler["crop_size"])
     tensors = [

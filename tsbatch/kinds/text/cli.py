@@ -4,7 +4,7 @@ The model is the encoder, mean pooling over real tokens (how all-MiniLM was trai
 a linear head over the intents plus ``oos``. A request is out of scope when the head says
 ``oos`` or when its best in-scope probability is below a threshold calibrated on the
 validation split; the threshold travels in the archive. Training sees exactly the token
-ids the handler will send (the same ``text_classifier.text`` functions), with light typo and
+ids the handler will send (the same ``text_serving.text`` functions), with light typo and
 punctuation noise so that real users' spelling does not surprise it.
 
     tsbatch text train  # our data, report only

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from text_classifier.text import load_tokenizer, pad_id, pad_to_longest, tokenize
+from text_serving.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.kinds.text.data import Example
 from tsbatch.kinds.text.schema import OOS_LABEL
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from text_classifier.text import load_tokenizer, pad_id, pad_to_longest, tokenize
+from text_serving.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.archive import artifacts
 from tsbatch.archive.build import GatePlan, Verified, build
 from tsbatch.archive.compiled import CompileSettings

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from text_classifier.text import check_tokens, load_tokenizer, pad_id, pad_to_longest, tokenize
+from text_serving.text import check_tokens, load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.archive.build import GatePlan
 from tsbatch.archive.compiled import CompileSettings, GateData
 from tsbatch.archive.gates import Batch, Scorer

@@ -4,7 +4,7 @@ handlers/text_classifier_handler.py."""
 from __future__ import annotations
 
 from batchkit.protocols import InputSchema
-from text_classifier.config import TextModelConfig
+from text_serving.config import TextModelConfig
 from tsbatch.archive.kind import Exporter, Kind, SweepTargets
 from tsbatch.config.findings import Problem
 from tsbatch.kinds.text import workload
@@ -18,7 +18,7 @@ BYTES_PER_TOKEN = 8
 
 
 def input_schema() -> InputSchema:
-    from text_classifier.text import TEXT_INPUTS  # imported here: text pulls in torch
+    from text_serving.text import TEXT_INPUTS  # imported here: text pulls in torch
 
     return TEXT_INPUTS
 
@@ -59,7 +59,7 @@ TEXT = Kind(
     entry=TextModel,
     config=TextModelConfig,
     handler="handlers/text_classifier_handler.py",
-    handler_modules=(HANDLERS_DIR / "text_classifier",),  # its decoding, config and errors
+    handler_modules=(HANDLERS_DIR / "text_serving",),  # its decoding, config and errors
     resolved=frozenset({"tokenizer_dir", "base_model", "oos_threshold"}),
     exporter=exporter,
     export_options=add_export_options,

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from text_classifier.text import load_tokenizer, pad_id, pad_to_longest, tokenize
+from text_serving.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.archive import artifacts
 from tsbatch.kinds.text.data import TrainingError
 from tsbatch.kinds.text.model import additive_mask

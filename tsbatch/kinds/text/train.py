@@ -1,6 +1,6 @@
 """Fine-tune the encoder and the head end to end on the training split.
 
-Training sees exactly the token ids the handler will send (the same ``text_classifier.text``
+Training sees exactly the token ids the handler will send (the same ``text_serving.text``
 functions), with light typo and punctuation noise (``noise``) so that real users'
 spelling does not surprise it.
 """
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from text_classifier.text import load_tokenizer, pad_id, pad_to_longest, tokenize
+from text_serving.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.kinds.text.data import IntentData, TrainingError, check_data
 from tsbatch.kinds.text.model import TOKENIZER_DIR, IntentClassifier, load_encoder, save_tokenizer
 from tsbatch.kinds.text.noise import add_noise

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from image_classifier.images import check_images
+from image_serving.images import check_images
 from tests.conftest import TinyImageNet
 from tsbatch.archive.compiled import CompileSettings, GateData, build_and_gate
 from tsbatch.archive.gates import judge, top1_accuracy

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from batchkit.config import ModelConfig, from_mapping, to_mapping
-from image_classifier.config import ImageModelConfig
-from text_classifier.config import TextModelConfig
+from image_serving.config import ImageModelConfig
+from text_serving.config import TextModelConfig
 
 TEXT = {
     "model_name": "intent",

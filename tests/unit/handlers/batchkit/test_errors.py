@@ -17,7 +17,7 @@ from batchkit.errors import (
     error_for_exception,
     inputs_rejected,
 )
-from image_classifier.errors import InvalidImage
+from image_serving.errors import InvalidImage
 
 
 def test_each_rejection_maps_to_its_status_and_code() -> None:

@@ -22,8 +22,8 @@ from batchkit.loader import (
 from batchkit.planner import NothingToServeError, Reason, plan
 from batchkit.precision import cpu_identity
 from batchkit.tolerance import probabilities_disagree
-from image_classifier.config import ImageModelConfig
-from image_classifier.images import check_images
+from image_serving.config import ImageModelConfig
+from image_serving.images import check_images
 from tests.conftest import TINY_CROP
 
 CPU = torch.device("cpu")

@@ -13,8 +13,8 @@ import torch
 from batchkit.config import from_mapping
 from batchkit.loader import load_compiled, load_served_model
 from batchkit.precision import cpu_identity
-from image_classifier.config import ImageModelConfig
-from image_classifier.images import check_images
+from image_serving.config import ImageModelConfig
+from image_serving.images import check_images
 from tsbatch.archive.compiled import check_record
 
 CPU = torch.device("cpu")

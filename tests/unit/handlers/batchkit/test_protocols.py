@@ -24,10 +24,10 @@ from batchkit.protocols import (
     input_error_body,
     parse_request,
 )
-from image_classifier.errors import InvalidImage
-from image_classifier.images import IMAGE_INPUTS
-from text_classifier.errors import InvalidText
-from text_classifier.text import TEXT_INPUTS
+from image_serving.errors import InvalidImage
+from image_serving.images import IMAGE_INPUTS
+from text_serving.errors import InvalidText
+from text_serving.text import TEXT_INPUTS
 
 
 def parse(request: object, schema=IMAGE_INPUTS, max_inputs: int = 8, header_length: str | None = None):

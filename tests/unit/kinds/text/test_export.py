@@ -10,7 +10,7 @@ import torch
 
 from batchkit.config import from_mapping
 from tests.conftest import tiny_encoder
-from text_classifier.config import TextModelConfig
+from text_serving.config import TextModelConfig
 from tsbatch.archive import artifacts
 from tsbatch.archive.export import main as export_command
 from tsbatch.archive.manifest import load_manifest

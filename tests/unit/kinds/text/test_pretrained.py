@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.classifier_folders import LABELS, TOKENS, edited_copy
-from text_classifier.text import load_tokenizer, pad_id, pad_to_longest, tokenize
+from text_serving.text import load_tokenizer, pad_id, pad_to_longest, tokenize
 from tsbatch.kinds.text.model import save_tokenizer
 from tsbatch.kinds.text.pretrained import (
     MAX_LENGTH_CAP,

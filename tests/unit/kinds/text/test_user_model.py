@@ -12,7 +12,7 @@ import yaml
 
 from batchkit.config import from_mapping
 from tests.classifier_folders import LABELS, TOKENS
-from text_classifier.config import TextModelConfig
+from text_serving.config import TextModelConfig
 from tsbatch.archive.export import main as export_command
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.kinds.text import export as export_module

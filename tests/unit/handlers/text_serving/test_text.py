@@ -1,4 +1,4 @@
-"""Text request decoding, tokenization and length-aware batching (text_classifier/text.py)."""
+"""Text request decoding, tokenization and length-aware batching (text_serving/text.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from batchkit.errors import PayloadTooLarge
-from text_classifier.errors import InvalidText
-from text_classifier.text import (
+from text_serving.errors import InvalidText
+from text_serving.text import (
     TextScores,
     length_buckets,
     load_tokenizer,

@@ -1,13 +1,13 @@
 """A worker's image decoding for a whole batch: a thread pool, and a tensor path.
 
 A batch's bodies are read inline (JSON and base64 hold the GIL), then decoded on the
-worker's decode pool (``image_classifier.pool``: a fixed number of threads, or ``auto``, sized per
+worker's decode pool (``image_serving.pool``: a fixed number of threads, or ``auto``, sized per
 batch by the pixels its images decode to). The tensor path decodes JPEGs with ``torchvision.io.decode_jpeg`` where the model
 runs: on a GPU in one batched nvJPEG call, resampled there, so only compressed bytes
 cross to it; on a CPU the same code runs, so the suite covers it on any machine. Other
 formats, CMYK, EXIF-rotated JPEGs and JPEGs the decoder refuses take the PIL path, each
 on its own, so a bad image still fails only its own request. With reduced-size JPEG
-decoding (``image_classifier.reduced``) on, PIL decodes JPEGs at a DCT scale: on a CPU it takes
+decoding (``image_serving.reduced``) on, PIL decodes JPEGs at a DCT scale: on a CPU it takes
 those a scale shrinks, on a GPU those over the pixel limit at full size.
 """
 
@@ -30,11 +30,11 @@ from torchvision.transforms.v2 import functional as tv_functional
 
 from batchkit.batching import decode_each
 from batchkit.errors import RequestError
-from image_classifier.config import ImageModelConfig
-from image_classifier.errors import InvalidImage
-from image_classifier.images import check_images, image_bytes, open_image, raw_pixels
-from image_classifier.pool import DecodePool, pixel_cost
-from image_classifier.reduced import dct_scale, reduced_decode_enabled
+from image_serving.config import ImageModelConfig
+from image_serving.errors import InvalidImage
+from image_serving.images import check_images, image_bytes, open_image, raw_pixels
+from image_serving.pool import DecodePool, pixel_cost
+from image_serving.reduced import dct_scale, reduced_decode_enabled
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def faster_path(seconds: Callable[[str], float]) -> str:
 class ImageDecoder:
     """How one worker turns a batch of request bodies into uint8 crops: ``path`` is pil
     or tensor, ``pool`` its decode threads; ``reduced`` whether PIL decodes JPEGs at a DCT
-    scale (``image_classifier.reduced``; by the config's reduced_decode and the build's gate)."""
+    scale (``image_serving.reduced``; by the config's reduced_decode and the build's gate)."""
 
     def __init__(self, config: ImageModelConfig, device: torch.device, path: str, pool: DecodePool) -> None:
         self.config = config
@@ -216,7 +216,7 @@ def timing_pictures(config: ImageModelConfig) -> list[bytes]:
 def image_decoder(config: ImageModelConfig, device: torch.device) -> ImageDecoder:
     """The worker's decoder: ``decode_path`` as configured, where ``auto`` is the tensor
     path on a GPU and, on a CPU, whichever path decoded the timing pictures faster here;
-    ``decode_threads`` as configured (``auto``: per batch, ``image_classifier.pool``)."""
+    ``decode_threads`` as configured (``auto``: per batch, ``image_serving.pool``)."""
     if config.decode_path not in DECODE_PATHS:
         raise ValueError(f"decode_path must be one of {DECODE_PATHS}, got {config.decode_path!r}")
     pool = DecodePool(config.decode_threads)

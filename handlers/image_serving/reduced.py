@@ -12,7 +12,7 @@ photos; at twice it agrees on all of them (the build checks each model,
 
 from __future__ import annotations
 
-from image_classifier.config import ReducedDecodeGate
+from image_serving.config import ReducedDecodeGate
 
 # The worker key's values (config.properties reducedDecode): auto follows the build's gate.
 REDUCED_DECODE = ("auto", "on", "off")

@@ -21,7 +21,7 @@ from batchkit.batching import plan_sub_batches
 from batchkit.metrics import PaddingStats
 from batchkit.payloads import check_size, parse_json_object
 from batchkit.protocols import InputSchema
-from text_classifier.errors import InvalidText
+from text_serving.errors import InvalidText
 
 TOKENIZER_FILE = "tokenizer.json"
 TEXT_KEY = "text"

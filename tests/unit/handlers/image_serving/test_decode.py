@@ -15,8 +15,8 @@ from torchvision.transforms import functional as tv_functional
 
 from batchkit.config import from_mapping
 from batchkit.errors import InvalidInput, PayloadTooLarge, RequestError
-from image_classifier.config import ImageModelConfig
-from image_classifier.decode import (
+from image_serving.config import ImageModelConfig
+from image_serving.decode import (
     DecodePool,
     ImageDecoder,
     chunks,
@@ -26,7 +26,7 @@ from image_classifier.decode import (
     image_decoder,
     tensor_decodable,
 )
-from image_classifier.images import crop_pixels
+from image_serving.images import crop_pixels
 from tests.conftest import image_bytes, tiny_image_handler
 
 CPU = torch.device("cpu")

@@ -10,7 +10,7 @@ from batchkit.config import ModelConfig
 
 @dataclass(frozen=True, kw_only=True)
 class ReducedDecodeGate:
-    """The build's check of reduced-size JPEG decoding (``image_classifier.reduced``) on this model
+    """The build's check of reduced-size JPEG decoding (``image_serving.reduced``) on this model
     and real photos: top-1 agreement with reference decoding and the largest class
     probability difference; ``passed`` is what ``reducedDecode: auto`` serves by."""
 
@@ -38,12 +38,12 @@ class ImageModelConfig(ModelConfig):
     optimize: bool = True
     optimize_atol: float = 1e-4
     # Threads that decode one batch's images side by side: a whole number (1: inline, no
-    # pool) or auto (per batch, by the pixels its images decode to: image_classifier.pool), and how
-    # JPEGs are decoded: auto, pil or tensor (image_classifier.decode.image_decoder says how auto
+    # pool) or auto (per batch, by the pixels its images decode to: image_serving.pool), and how
+    # JPEGs are decoded: auto, pil or tensor (image_serving.decode.image_decoder says how auto
     # chooses). Both come from the model's decodeThreads/decodePath in config.properties.
     decode_threads: int | str = "auto"
     decode_path: str = "auto"
-    # JPEGs decoded at a reduced DCT scale (image_classifier.reduced): auto (on when the build's
+    # JPEGs decoded at a reduced DCT scale (image_serving.reduced): auto (on when the build's
     # gate passed), on or off (bit-exact reference preprocessing); the model's reducedDecode.
     reduced_decode: str = "auto"
     reduced_decode_gate: ReducedDecodeGate = field(default_factory=ReducedDecodeGate)

@@ -11,11 +11,11 @@ from PIL import Image
 
 from batchkit.config import from_mapping
 from batchkit.errors import PayloadTooLarge
-from image_classifier.config import ImageModelConfig, ReducedDecodeGate
-from image_classifier.decode import DecodePool, ImageDecoder, tensor_decodable
-from image_classifier.errors import InvalidImage
-from image_classifier.images import open_image, raw_pixels
-from image_classifier.reduced import dct_scale, reduced_decode_enabled, scaled_size
+from image_serving.config import ImageModelConfig, ReducedDecodeGate
+from image_serving.decode import DecodePool, ImageDecoder, tensor_decodable
+from image_serving.errors import InvalidImage
+from image_serving.images import open_image, raw_pixels
+from image_serving.reduced import dct_scale, reduced_decode_enabled, scaled_size
 from tests.conftest import tiny_image_handler
 from tsbatch.kinds.image.photos import jpeg, photo
 

@@ -27,7 +27,7 @@ from PIL import Image
 
 from batchkit.batching import decode_each
 from batchkit.errors import RequestError
-from image_classifier.reduced import dct_scale, scaled_size
+from image_serving.reduced import dct_scale, scaled_size
 
 AUTO = "auto"
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")

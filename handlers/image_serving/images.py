@@ -25,8 +25,8 @@ from torchvision.transforms import functional as tv_functional
 from batchkit.errors import PayloadTooLarge
 from batchkit.payloads import check_size, parse_json_object
 from batchkit.protocols import InputSchema
-from image_classifier.errors import InvalidImage
-from image_classifier.reduced import DCT_SCALES, dct_scale, scaled_size
+from image_serving.errors import InvalidImage
+from image_serving.reduced import DCT_SCALES, dct_scale, scaled_size
 
 SIXTEEN_BIT_MODES = {"I;16", "I;16B", "I;16L", "I;16N", "I"}
 ALPHA_MODES = {"RGBA", "LA", "PA", "RGBa", "La"}
@@ -196,7 +196,7 @@ def model_batch(
     pixels: Sequence[torch.Tensor], mean: Sequence[float], std: Sequence[float], device: torch.device
 ) -> torch.Tensor:
     """Decoded images (``decode_pixels``, or already on ``device`` from the tensor path of
-    ``image_classifier.decode``) to the model's normalized float batch on ``device``; uint8
+    ``image_serving.decode``) to the model's normalized float batch on ``device``; uint8
     crosses to a GPU, a quarter of the bytes of float."""
     if len({p.device for p in pixels}) == 1:
         stacked = torch.stack(list(pixels))  # one copy to the device for the whole batch
@@ -237,7 +237,7 @@ def raw_pixels(
     raw: bytes, *, resize_size: int, crop_size: int, max_image_pixels: int, reduced: bool = False
 ) -> torch.Tensor:
     """Encoded image bytes to their uint8 CHW crop through PIL; raises a RequestError when
-    bad. ``reduced``: a JPEG is decoded at a DCT scale (``image_classifier.reduced``), then given
+    bad. ``reduced``: a JPEG is decoded at a DCT scale (``image_serving.reduced``), then given
     the same resize and crop."""
     image = to_rgb(open_image(raw, max_image_pixels, reduce_for=resize_size if reduced else 0))
     return crop_pixels(image, resize_size, crop_size)

@@ -14,9 +14,9 @@ from PIL import Image
 
 from batchkit.config import from_mapping
 from batchkit.errors import RequestError
-from image_classifier.config import ImageModelConfig
-from image_classifier.decode import ImageDecoder
-from image_classifier.pool import (
+from image_serving.config import ImageModelConfig
+from image_serving.decode import ImageDecoder
+from image_serving.pool import (
     AUTO,
     LARGE_PICTURE_PIXELS,
     DecodePool,

@@ -22,6 +22,6 @@ class TextModelConfig(ModelConfig):
     # than this is split into length-sorted passes (0 = never split, only the budget).
     pass_overhead_tokens: int = 0
     max_body_bytes: int = 64 * 1024
-    # Padded lengths round up to this multiple (text_classifier.text.pad_to_longest): a bounded
+    # Padded lengths round up to this multiple (text_serving.text.pad_to_longest): a bounded
     # set of shapes, all warmed up at load, so memory stays flat under any mix of lengths.
     pad_to_multiple_of: int = 8

@@ -15,8 +15,8 @@ from PIL import Image
 from torchvision.transforms import functional as tv_functional
 
 from batchkit.errors import PayloadTooLarge
-from image_classifier.errors import InvalidImage
-from image_classifier.images import (
+from image_serving.errors import InvalidImage
+from image_serving.images import (
     crop_pixels,
     decode_pixels,
     image_bytes,
