@@ -83,15 +83,12 @@ COPY loadtest/ /app/loadtest/
 COPY data/ /app/data/
 COPY deploy/ /app/deploy/
 # GPUs: the NVIDIA runtime mounts the driver when these are set (or --gpus is given).
-# Inductor's cache outside TMPDIR: its CPU-ISA probe (seconds) is then paid once per
-# container, not once per worker start (docs/precision-and-runtime.md).
 ENV NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility \
     LOG_LOCATION=/home/model-server/logs \
     METRICS_LOCATION=/home/model-server/logs \
     TS_KEY_FILE=/home/model-server/key_file.json \
-    TSBATCH_WRITABLE_STORE=/home/model-server/model-store \
-    TORCHINDUCTOR_CACHE_DIR=/home/model-server/.cache/torchinductor
+    TSBATCH_WRITABLE_STORE=/home/model-server/model-store
 USER 1000:1000
 # TorchServe writes key_file.json (mode 600) into its working directory.
 WORKDIR /home/model-server

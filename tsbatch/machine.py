@@ -44,7 +44,7 @@ def flag_lines(flags: set[str]) -> list[str]:
 
 
 def compiler_line() -> str:
-    """The C++ compiler Inductor calls (its ISA probe needs one, even to load a package)."""
+    """The C++ compiler Inductor calls to compile packages (workers load them without one)."""
     for name in ("g++", "c++", "clang++"):
         path = shutil.which(name)
         if path:
@@ -52,7 +52,7 @@ def compiler_line() -> str:
             return (
                 f"  C++ compiler {path} ({version.stdout.splitlines()[0] if version.stdout else 'unknown'})"
             )
-    return "  C++ compiler: none found (AOTInductor packages cannot be loaded; workers serve TorchScript)"
+    return "  C++ compiler: none found (builds here compile no AOTInductor packages; serving built ones needs none)"
 
 
 def cuda_lines() -> list[str]:

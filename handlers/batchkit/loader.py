@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 
 from batchkit.candidates import ServingCandidate
 from batchkit.config import ModelConfig
@@ -34,8 +35,6 @@ from batchkit.tolerance import probabilities_disagree, tolerance
 from batchkit.worker import load_torchscript
 
 logger = logging.getLogger(__name__)
-
-INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 
 
 def host_here(model_dir: Path, device: torch.device, max_batch_size: int) -> Host:
@@ -102,16 +101,22 @@ class ServedModel:
         }
 
 
-def persistent_inductor_cache() -> str:
-    """Inductor's cache folder, kept where it outlives a process's TMPDIR.
+class PackagedProgram:
+    """An AOTInductor package run through PyTorch's C++ loader directly.
 
-    Loading a package first probes the CPU's vector ISA by compiling small programs with
-    the C++ compiler (seconds) and caches the result under the Inductor cache, which
-    defaults to ``$TMPDIR/torchinductor_<user>``. A server started with its own TMPDIR
-    would pay the probe on every start, in every worker; a user cache folder pays it once
-    per machine. An explicit ``TORCHINDUCTOR_CACHE_DIR`` (the image sets one) wins."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return os.environ.setdefault(INDUCTOR_CACHE_ENV, str(base / "torchinductor"))
+    ``torch._inductor.aoti_load_package`` builds the same loader, then imports Inductor
+    (and Dynamo with it: about 1.2 s of CPU) and probes the CPU's vector ISA by compiling
+    test programs with the C++ compiler (9 s on a 2-core machine with a cold Inductor
+    cache), only to warn when the ISA differs from the build machine's. The planner
+    already decides from the CPU's flags, and ``package_mismatch`` refuses other
+    hardware, so a worker skips both: its package loads in milliseconds, with no compiler."""
+
+    def __init__(self, path: Path, device_index: int) -> None:
+        self.loader = torch._C._aoti.AOTIModelPackageLoader(str(path), "model", False, 1, device_index)
+        self.outputs = pytree.treespec_loads(self.loader.get_call_spec()[1])
+
+    def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return pytree.tree_unflatten(self.loader.boxed_run(list(inputs)), self.outputs)
 
 
 class PackageMismatchError(RuntimeError):
@@ -123,8 +128,8 @@ MATCHED_DEVICE_KEYS = ("AOTI_PLATFORM", "AOTI_MACHINE", "AOTI_COMPUTE_CAPABILITY
 
 
 def device_signature(device: torch.device) -> dict[str, str]:
-    """This machine as a package's metadata describes its build machine (no compiler
-    needed: Inductor's own ISA probe compiles test programs)."""
+    """This machine as a package's metadata describes its build machine (read without
+    Inductor, whose ISA probe needs a C++ compiler)."""
     capability = ""
     if device.type == "cuda":
         major, minor = torch.cuda.get_device_capability(device)
@@ -153,15 +158,15 @@ def package_mismatch(built_on: dict[str, str], here: dict[str, str]) -> str | No
 def load_compiled(path: Path, device: torch.device, precision: str) -> ServedModel:
     """Load an AOTInductor package (raises when it cannot load here or was built for
     other hardware)."""
-    persistent_inductor_cache()
     started = time.perf_counter()
     built_on = torch._C._aoti.AOTIModelPackageLoader.load_metadata_from_package(str(path), "model")
     problem = package_mismatch(built_on, device_signature(device))
     if problem is not None:
         raise PackageMismatchError(problem)
     device_index = device.index if device.type == "cuda" and device.index is not None else -1
-    package = torch._inductor.aoti_load_package(str(path), device_index=device_index)
-    return ServedModel(package, "aoti", precision, path.name, time.perf_counter() - started)
+    return ServedModel(
+        PackagedProgram(path, device_index), "aoti", precision, path.name, time.perf_counter() - started
+    )
 
 
 def unchecked_reason(config: ModelConfig, candidate: ServingCandidate, device_type: str) -> Reason | None:

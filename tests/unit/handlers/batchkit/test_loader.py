@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -16,7 +20,6 @@ from batchkit.loader import (
     load_compiled,
     load_served_model,
     package_mismatch,
-    persistent_inductor_cache,
     unchecked_reason,
 )
 from batchkit.planner import NothingToServeError, Reason, plan
@@ -190,13 +193,38 @@ def test_the_plan_is_the_same_for_every_worker(tiny_compiled_model_dir) -> None:
     assert [c.name for c in plans[0].candidates] == ["aoti-cpu-bf16", "torchscript-bf16", "torchscript-fp32"]
 
 
-def test_packages_load_with_an_inductor_cache_that_outlives_tmpdir(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "per-instance-tmp"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert persistent_inductor_cache() == str(tmp_path / "cache" / "torchinductor")
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/srv/inductor")
-    assert persistent_inductor_cache() == "/srv/inductor"
+# A fresh worker's load: no compiler on PATH, an empty Inductor cache, and what it imported.
+FRESH_LOAD = """
+import sys, torch
+from batchkit.loader import load_compiled
+served = load_compiled(__import__("pathlib").Path(sys.argv[1]), torch.device("cpu"), "fp32")
+torch.manual_seed(0)
+print(served(torch.rand(3, 3, 16, 16)).tolist())
+print(sorted(name for name in ("torch._inductor", "torch._dynamo") if name in sys.modules))
+"""
+
+
+def test_a_package_loads_without_inductor_a_compiler_or_its_cache(tiny_gated_build, tmp_path: Path) -> None:
+    """The worker's loader skips Inductor's ISA probe (a C++ compile, 9 s with a cold cache)
+    and the import of Inductor and Dynamo (1.2 s of CPU): its answers are the package's own."""
+    build, _ = tiny_gated_build
+    package = build / "model.cpu-fp32.pt2"
+    env = {
+        **os.environ,
+        "PATH": str(Path(sys.executable).parent),  # no g++ / c++ / clang++
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "empty-cache"),
+        "TMPDIR": str(tmp_path),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", FRESH_LOAD, str(package)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    answers, imported = result.stdout.strip().splitlines()[-2:]
+    assert imported == "[]", "loading a package imported Inductor"
+    torch.manual_seed(0)
+    expected = torch._inductor.aoti_load_package(str(package))(torch.rand(3, 3, 16, 16))
+    torch.testing.assert_close(torch.tensor(json.loads(answers)), expected, rtol=0, atol=1e-6)
+    assert not (tmp_path / "empty-cache").exists(), "nothing compiled or cached"
 
 
 HOST = {"AOTI_PLATFORM": "linux", "AOTI_MACHINE": "x86_64", "AOTI_COMPUTE_CAPABILITY": ""}
