@@ -57,9 +57,10 @@ COUNTED = ["BatchedRequestsTotal", "BatchesTotal"]
 
 
 @pytest.fixture(scope="module")
-def default_server(start_server, model_store: Path) -> TorchServe:
-    """resnet18 exactly as config.properties and `make archive` configure it."""
-    return start_server(model_store, [MODEL])
+def default_server(torchserve: TorchServe) -> TorchServe:
+    """resnet18 exactly as config.properties and `make archive` configure it: the session's
+    shared instance (its counters are read as differences, so earlier modules' calls do not count)."""
+    return torchserve
 
 
 def test_sixteen_concurrent_clients_get_their_own_answers_in_batches(default_server: TorchServe) -> None:
