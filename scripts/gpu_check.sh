@@ -158,16 +158,16 @@ fi
 # What to sweep: the ImageNet-shaped ResNet and the intent model's shape (base encoder,
 # eager) always; the built archives too when build/ has them. The traced intent archive was
 # traced on the CPU, so it also shows whether that TorchScript runs on the GPU at all.
-TARGETS=(--target "$IMAGE_MODEL-imagenet")
-[ -f "build/$IMAGE_MODEL/model.pt" ] && TARGETS+=(--target "$IMAGE_MODEL")
-[ -f "build/$TEXT_MODEL/model.pt" ] && TARGETS+=(--target "$TEXT_MODEL")
-TARGETS+=(--target "$TEXT_MODEL-base")
+SWEPT=(--model "$IMAGE_MODEL-imagenet")
+[ -f "build/$IMAGE_MODEL/model.pt" ] && SWEPT+=(--model "$IMAGE_MODEL")
+[ -f "build/$TEXT_MODEL/model.pt" ] && SWEPT+=(--model "$TEXT_MODEL")
+SWEPT+=(--model "$TEXT_MODEL-base")
 EXTRA=()
 [ "$DEVICE" = cpu ] && EXTRA+=(--cpu-bf16)
-say "sweeping ${TARGETS[*]} on $DEVICE up to batch $MAX_BATCH, fp32/fp16/bf16, into $REPORT_DIR"
+say "sweeping ${SWEPT[*]} on $DEVICE up to batch $MAX_BATCH, fp32/fp16/bf16, into $REPORT_DIR"
 
 started=$(date +%s)
-"$PY" -m tsbatch sweep --device "$DEVICE" "${EXTRA[@]}" "${TARGETS[@]}" --precisions fp32,fp16,bf16 \
+"$PY" -m tsbatch sweep --device "$DEVICE" "${EXTRA[@]}" "${SWEPT[@]}" --precisions fp32,fp16,bf16 \
   --max-batch "$MAX_BATCH" --iters "$ITERS" --warmup 3 --max-seconds 2 --profile gpu \
   --skip-missing --out "$REPORT_DIR" 2>&1 | tee -a "$LOG"
 sweep_status=${PIPESTATUS[0]}

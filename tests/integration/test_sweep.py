@@ -41,7 +41,7 @@ def test_make_sweep_writes_csv_plots_and_a_summary_naming_the_knee(model_store: 
     models = built_models()
     assert "resnet18" in models
     out = tmp_path / "sweep"
-    targets = " ".join(f"--target {name}" for name in models)
+    chosen = " ".join(f"--model {name}" for name in models)
     # `-o archive`: the model_store fixture has just built what can be built; a model whose
     # build fails is reported by the tests that serve it, and left out here.
     command = [
@@ -50,7 +50,7 @@ def test_make_sweep_writes_csv_plots_and_a_summary_naming_the_knee(model_store: 
         "-o",
         "archive",
         "sweep",
-        f"ARGS={targets} --max-batch 8 --iters 4 --warmup 1 --max-seconds 2 --out {out}",
+        f"ARGS={chosen} --max-batch 8 --iters 4 --warmup 1 --max-seconds 2 --out {out}",
     ]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

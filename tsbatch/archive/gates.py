@@ -48,11 +48,11 @@ def probabilities(forward: Forward, batches: Sequence[Batch]) -> torch.Tensor:
         return torch.cat([torch.softmax(forward(*batch).float(), dim=-1) for batch in batches])
 
 
-def top1_accuracy(targets: torch.Tensor) -> Scorer:
-    """A scorer: the share of items whose most probable class is the target."""
+def top1_accuracy(labels: torch.Tensor) -> Scorer:
+    """A scorer: the share of items whose most probable class is its label."""
 
     def score(probs: torch.Tensor) -> dict[str, float]:
-        return {"accuracy": float((probs.argmax(-1) == targets).float().mean())}
+        return {"accuracy": float((probs.argmax(-1) == labels).float().mean())}
 
     return score
 

@@ -76,13 +76,13 @@ class Exporter(Protocol):
     def export_with_options(self, spec: KindModel, args: argparse.Namespace) -> int: ...
 
 
-class SweepTargets(Protocol):
-    """A kind's in-process sweep targets (``tsbatch.analysis.sweep.targets.Target``, a layer
+class SweptModels(Protocol):
+    """A kind's in-process swept models (``tsbatch.analysis.sweep.swept.SweptModel``, a layer
     above this one): a built archive's, by model name and artifact folder, and a
     random-weight stand-in of a model's shape built in a work folder, named
     "<model>-<stand_in>"."""
 
-    def archive_target(self, name: str, artifact_dir: Path) -> Any: ...
+    def archive_swept_model(self, name: str, artifact_dir: Path) -> Any: ...
 
     def stand_in(self, spec: KindModel, work_dir: Path) -> Any: ...
 
@@ -107,10 +107,10 @@ class Kind:
     # The build and the sweep, each a function that imports the kind's module when called
     # (its heavy libraries load only when a build or a sweep runs): ``exporter()`` gives what
     # ``tsbatch archive`` and ``tsbatch export`` call (the latter with the options
-    # ``export_options`` adds), ``sweep_targets()`` the in-process sweep's targets.
+    # ``export_options`` adds), ``swept_models()`` the models the in-process sweep times.
     exporter: Callable[[], Exporter]
     export_options: Callable[[TakesOptions], None]
-    sweep_targets: Callable[[], SweepTargets]
+    swept_models: Callable[[], SweptModels]
     stand_in: str
     workload: Workload
     input_schema: Callable[[], InputSchema]  # how the archive's OIP metadata names the input

@@ -52,10 +52,10 @@ def default_variant(artifact_dir: Path, batch_size: int = 1, host: Host | None =
 def variant_spec(spec: ModelSpec, work: Path, variant: ServingCandidate) -> ModelSpec:
     """A copy of the model's build directory whose handler config pins ``variant``."""
     build_dir = work / f"build-{variant.name}"
-    target = build_dir / spec.name
-    if not target.exists():
-        shutil.copytree(spec.artifact_dir, target)
-    path = target / artifacts.HANDLER_CONFIG_FILE
+    copy = build_dir / spec.name
+    if not copy.exists():
+        shutil.copytree(spec.artifact_dir, copy)
+    path = copy / artifacts.HANDLER_CONFIG_FILE
     config = artifacts.read_json(path)
     config.update(runtime=variant.runtime, precision=variant.precision)
     artifacts.write_json(path, config)

@@ -159,7 +159,7 @@ def live_apply(
 ) -> list[str]:
     """A new batch size applied under four clients' steady load: its report lines."""
     current = BatchSettings.described(server.client.describe(args.model))
-    target = current.changed(batch_size=args.apply_batch_size or max(1, batch_size // 2))
+    wanted = current.changed(batch_size=args.apply_batch_size or max(1, batch_size // 2))
     driver = LoadDriver(
         f"{server.url('inference')}/predictions/{args.model}", bodies, headers=server.client.headers()
     )
@@ -169,10 +169,10 @@ def live_apply(
         started = time.time()
         try:
             report = apply_settings(
-                server, args.model, target, manifest=manifest, probe=probe, log=lambda _: None
+                server, args.model, wanted, manifest=manifest, probe=probe, log=lambda _: None
             )
         except ApplyError as exc:
-            return [f"live apply of batchSize {target.batch_size} failed: {exc}"]
+            return [f"live apply of batchSize {wanted.batch_size} failed: {exc}"]
         switched = time.time()
         time.sleep(2)
     during = [r for r in load.records if started <= r.start <= switched]

@@ -278,19 +278,19 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-photos-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
         print("[bench] exporting the ImageNet-shaped model (as `tsbatch bench resnet --shape imagenet`) ...")
-        target = imagenet_spec(manifest.model(model), work, compiled=not args.torchscript)
-        variant = default_variant(target.artifact_dir, settings.batch_size)
-        served = variant_spec(target, work / "variant", variant)
+        imagenet = imagenet_spec(manifest.model(model), work, compiled=not args.torchscript)
+        variant = default_variant(imagenet.artifact_dir, settings.batch_size)
+        served = variant_spec(imagenet, work / "variant", variant)
         private = Manifest(
             models={model: served}, build_dir=served.build_dir, model_store=manifest.model_store
         )
         config = from_mapping(
-            ImageModelConfig, artifacts.read_json(target.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
+            ImageModelConfig, artifacts.read_json(imagenet.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
         )
         for size, bodies in photos.items():
             for mode in modes:
                 decode[(size, mode)] = decode_ms(config, bodies, mode, 1.0 if len(bodies[0]) < 10**6 else 3.0)
-        servers = start_servers(stack, work, model, settings, names, private, target.artifact_dir)
+        servers = start_servers(stack, work, model, settings, names, private, imagenet.artifact_dir)
         for round_ in range(args.rounds):
             for size, bodies in photos.items():
                 for (name, threads), server in servers.items():

@@ -293,9 +293,9 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         shapes = ["archive", "imagenet"] if args.shape == "both" else [args.shape]
         for shape in shapes:
-            target = spec if shape == "archive" else imagenet_spec(spec, work)
-            variants, skipped = machine_variants(target.artifact_dir, settings.batch_size)
-            defaults[shape] = default_variant(target.artifact_dir, settings.batch_size)
+            shape_spec = spec if shape == "archive" else imagenet_spec(spec, work)
+            variants, skipped = machine_variants(shape_spec.artifact_dir, settings.batch_size)
+            defaults[shape] = default_variant(shape_spec.artifact_dir, settings.batch_size)
             if defaults[shape] not in variants:  # an explicit setting's choice is measured too
                 variants.append(defaults[shape])
             for reason in skipped:
@@ -306,9 +306,15 @@ def main(argv: list[str] | None = None) -> int:
                     f"{args.clients} clients ..."
                 )
                 rows.append(
-                    bench(serve(target, shape, variant, settings, args, work), target, settings, args, work)
+                    bench(
+                        serve(shape_spec, shape, variant, settings, args, work),
+                        shape_spec,
+                        settings,
+                        args,
+                        work,
+                    )
                 )
-            sections.append(decode_section(target, shape, defaults[shape], settings, args, work))
+            sections.append(decode_section(shape_spec, shape, defaults[shape], settings, args, work))
 
     print(
         f"\n{model} served vs in-process (batchSize={settings.batch_size}, maxBatchDelay={settings.max_batch_delay_ms} ms, "

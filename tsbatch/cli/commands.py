@@ -165,7 +165,7 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
             Command(
                 "sweep",
                 "in-process batch-size sweep of the exported models into reports/sweep/",
-                ("tsbatch sweep --target resnet18 --max-batch 8 --iters 5",),
+                ("tsbatch sweep --model resnet18 --max-batch 8 --iters 5",),
                 "tsbatch.analysis.sweep.cli:main",
             ),
             Command(

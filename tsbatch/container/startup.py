@@ -90,7 +90,7 @@ def prepare(
     properties, image_store = Path(config), Path(store)
     repo = manifest or load_manifest()
     stale = stale_archives(properties, image_store)
-    target = image_store
+    served_store = image_store
     if stale:
         for problem in stale:
             print(f"[start] {problem.where}: {problem.message}")
@@ -99,14 +99,16 @@ def prepare(
                 f"the archives in {image_store} disagree with {properties}: rebuild them with it"
             )
         print(f"[start] {properties} wins: repackaging into {writable_store}")
-        target = writable_store
-        private = replace(repo, model_store=target)
+        served_store = writable_store
+        private = replace(repo, model_store=served_store)
         for name in load_models(read_properties(properties)) or repo.models:
             package(private.model(name), private, properties)
-    problems = check(properties, replace(repo, model_store=target), include_archives=True)
+    problems = check(properties, replace(repo, model_store=served_store), include_archives=True)
     for problem in problems:
         print(f"[start] {problem}")
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise StartupError(f"{properties}: {len(errors)} error(s) (above); not starting TorchServe", errors)
-    return command if target == image_store else with_option(command, "--model-store", str(target))
+    return (
+        command if served_store == image_store else with_option(command, "--model-store", str(served_store))
+    )

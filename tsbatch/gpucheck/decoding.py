@@ -64,12 +64,12 @@ PLAIN = {
 def imagenet_build(source: Path, work: Path) -> Path:
     """A build directory whose model (``source``'s) takes 224x224 crops, from its TorchScript."""
     build = work / "build"
-    target = build / source.name
-    target.mkdir(parents=True, exist_ok=True)
+    model_dir = build / source.name
+    model_dir.mkdir(parents=True, exist_ok=True)
     for name in (artifacts.MODEL_FILE, artifacts.LABELS_FILE):
-        shutil.copy2(source / name, target / name)
+        shutil.copy2(source / name, model_dir / name)
     handler = {**artifacts.read_json(source / artifacts.HANDLER_CONFIG_FILE), **IMAGENET, **PLAIN}
-    artifacts.write_json(target / artifacts.HANDLER_CONFIG_FILE, handler)
+    artifacts.write_json(model_dir / artifacts.HANDLER_CONFIG_FILE, handler)
     return build
 
 

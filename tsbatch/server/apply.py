@@ -68,19 +68,19 @@ class ApplyReport:
 
     def lines(self) -> list[str]:
         steps = ", ".join(f"{step.name.lower()} {seconds:.1f}s" for step, seconds in self.timings.items())
-        return [f"[apply] {self.plan.model} {self.version} serves {self.plan.target.label()}: "
+        return [f"[apply] {self.plan.model} {self.version} serves {self.plan.wanted.label()}: "
                 f"{self.seconds:.1f}s ({steps or 'nothing to do'})"]  # fmt: skip
 
 
 def stage_archive(server: TorchServe, manifest: Manifest, plan: ApplyPlan) -> str:
-    """Package the model as ``plan.new_version`` with the target settings; its file name in the store."""
+    """Package the model as ``plan.new_version`` with the wanted settings; its file name in the store."""
     assert plan.new_version is not None
     spec = manifest.model(plan.model).with_settings(version=plan.new_version)
     name = staged_archive(plan.model, plan.new_version)
     with tempfile.TemporaryDirectory(prefix=f"apply-{plan.model}-") as work:
         properties = Path(work) / "config.properties"
         shutil.copy(server.properties_path, properties)  # the running server's other settings
-        update_model_settings(properties, plan.model, plan.target.entry(TUNED_KEYS))
+        update_model_settings(properties, plan.model, plan.wanted.entry(TUNED_KEYS))
         staging = Manifest(
             models=manifest.models, build_dir=manifest.build_dir, model_store=Path(work) / "store"
         )
@@ -354,11 +354,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         current = BatchSettings.described(Management(server, args.timeout).describe(args.model))
-        target = current.changed(args.batch_size, args.max_batch_delay, args.workers)
+        wanted = current.changed(args.batch_size, args.max_batch_delay, args.workers)
         report = apply_settings(
             server,
             args.model,
-            target,
+            wanted,
             update_properties=None if args.no_properties else args.properties,
             timeout_s=args.timeout,
             wait_s=args.wait,

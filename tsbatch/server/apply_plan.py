@@ -55,21 +55,21 @@ class ApplyPlan:
     model: str
     old_version: str
     current: BatchSettings
-    target: BatchSettings
+    wanted: BatchSettings
     steps: tuple[Step, ...]
     new_version: str | None  # None: the old version stays (a scale in place, or nothing)
     reason: str
 
     def lines(self) -> list[str]:
         """The plan as the command prints it before acting."""
-        head = f"{self.model} {self.old_version}: {self.current.label()} -> {self.target.label()} ({self.reason})"
+        head = f"{self.model} {self.old_version}: {self.current.label()} -> {self.wanted.label()} ({self.reason})"
         return [head, *(f"  {n}. {step.value}" for n, step in enumerate(self.steps, 1))]
 
 
-def staged_version(old_version: str, target: BatchSettings) -> str:
+def staged_version(old_version: str, wanted: BatchSettings) -> str:
     """The new version's string: the old one without an earlier apply's suffix, then the settings."""
     base = STAGED_SUFFIX.sub("", old_version)
-    version = f"{base}.b{target.batch_size}d{target.max_batch_delay_ms}w{target.workers}"
+    version = f"{base}.b{wanted.batch_size}d{wanted.max_batch_delay_ms}w{wanted.workers}"
     return version if version != old_version else f"{version}r2"
 
 
@@ -87,23 +87,23 @@ def is_staged(model: str, version: str, archive: str) -> bool:
     return is_staged_version(version) and archive in (name, f"{name}.mar")
 
 
-def plan_change(model: str, old_version: str, current: BatchSettings, target: BatchSettings) -> ApplyPlan:
-    """Which steps change ``current`` into ``target`` without failing a request."""
-    problem = target.problem()
+def plan_change(model: str, old_version: str, current: BatchSettings, wanted: BatchSettings) -> ApplyPlan:
+    """Which steps change ``current`` into ``wanted`` without failing a request."""
+    problem = wanted.problem()
     if problem:
         raise ValueError(f"{model}: {problem}")
-    plan = ApplyPlan(model, old_version, current, target, (), None, "already served")
-    if target.key == current.key:
+    plan = ApplyPlan(model, old_version, current, wanted, (), None, "already served")
+    if wanted.key == current.key:
         return plan
-    same_batching = target.changed(workers=current.workers).key == current.key
-    if same_batching and (target.workers or 0) > (current.workers or 0):
+    same_batching = wanted.changed(workers=current.workers).key == current.key
+    if same_batching and (wanted.workers or 0) > (current.workers or 0):
         return replace(plan, steps=IN_PLACE, reason="more workers only: TorchServe scales in place")
     reason = (
         "fewer workers: a scale-down can fail the batch a removed worker is computing"
         if same_batching
         else "TorchServe cannot change batchSize or maxBatchDelay of a registered version"
     )
-    new_version = staged_version(old_version, target)
+    new_version = staged_version(old_version, wanted)
     return replace(plan, steps=STAGED, new_version=new_version, reason=f"{reason}: staged as {new_version}")
 
 

@@ -79,9 +79,9 @@ def effective_properties(
     for key, value in replacements.items():
         text = replace_entry(text, key, f"{key}={value}\n")
     run_dir.mkdir(parents=True, exist_ok=True)
-    target = run_dir / "config.properties"
-    target.write_text(text)
-    return target
+    path = run_dir / "config.properties"
+    path.write_text(text)
+    return path
 
 
 LOG_CONFIG_FLAG = "-Dlog4j.configurationFile="

@@ -36,9 +36,9 @@ def test_every_worker_field_comes_from_the_manifest_the_export_or_the_build(kind
 
 @ALL
 def test_the_build_and_the_sweep_are_the_kind_s_own_callables(kind: Kind) -> None:
-    assert {kind.exporter.__module__, kind.sweep_targets.__module__} == {f"tsbatch.kinds.{kind.name}.kind"}
+    assert {kind.exporter.__module__, kind.swept_models.__module__} == {f"tsbatch.kinds.{kind.name}.kind"}
     assert kind.exporter().__name__ == f"tsbatch.kinds.{kind.name}.export"
-    assert kind.sweep_targets().__name__ == f"tsbatch.kinds.{kind.name}.sweep"
+    assert kind.swept_models().__name__ == f"tsbatch.kinds.{kind.name}.sweep"
 
 
 def test_loading_the_kinds_leaves_their_heavy_libraries_unimported() -> None:

@@ -29,17 +29,17 @@ def test_more_workers_alone_scale_in_place() -> None:
 
 
 @pytest.mark.parametrize(
-    "target",
+    "wanted",
     [
         SERVED.changed(batch_size=16),
         SERVED.changed(max_batch_delay_ms=20),
         SERVED.changed(batch_size=4, workers=2),
     ],
 )
-def test_a_batch_change_stages_a_new_version(target: BatchSettings) -> None:
-    plan = plan_change("resnet18", "1.0", SERVED, target)
+def test_a_batch_change_stages_a_new_version(wanted: BatchSettings) -> None:
+    plan = plan_change("resnet18", "1.0", SERVED, wanted)
     assert plan.steps == STAGED
-    assert plan.new_version == staged_version("1.0", target)
+    assert plan.new_version == staged_version("1.0", wanted)
 
 
 def test_fewer_workers_stage_a_new_version_too() -> None:
@@ -56,20 +56,20 @@ def test_the_old_version_goes_only_after_the_switch_and_the_drain() -> None:
 
 
 def test_settings_torchserve_cannot_serve_are_refused() -> None:
-    for target in (
+    for wanted in (
         SERVED.changed(batch_size=0),
         SERVED.changed(max_batch_delay_ms=-1),
         SERVED.changed(workers=0),
     ):
         with pytest.raises(ValueError, match="resnet18"):
-            plan_change("resnet18", "1.0", SERVED, target)
+            plan_change("resnet18", "1.0", SERVED, wanted)
 
 
 def test_a_staged_version_names_its_settings_and_replaces_an_earlier_suffix() -> None:
-    target = BatchSettings.for_point(16, 20, 1)
-    assert staged_version("1.0", target) == "1.0.b16d20w1"
-    assert staged_version("1.0.b8d10w1", target) == "1.0.b16d20w1"
-    assert staged_version("2.3.b8d10w1r2", target) == "2.3.b16d20w1"
+    wanted = BatchSettings.for_point(16, 20, 1)
+    assert staged_version("1.0", wanted) == "1.0.b16d20w1"
+    assert staged_version("1.0.b8d10w1", wanted) == "1.0.b16d20w1"
+    assert staged_version("2.3.b8d10w1r2", wanted) == "2.3.b16d20w1"
 
 
 def test_a_staged_version_never_repeats_the_one_served() -> None:

@@ -1,6 +1,6 @@
 """The in-process batch-size sweep (``make sweep``, ``tsbatch sweep``).
 
-Modules by concern: ``inputs`` (scenarios of real inputs), ``targets`` (the models),
+Modules by concern: ``inputs`` (scenarios of real inputs), ``swept`` (the models),
 ``measure`` (timing, memory, drift of one point), ``run`` (curves over batch sizes and
 precisions), ``rows`` (sweep.csv), ``plot`` and ``report`` (the PNGs and summary.md),
 ``cli`` (the command). Callers outside the package use the names below.

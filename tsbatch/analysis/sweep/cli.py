@@ -16,8 +16,8 @@ Writes ``sweep.csv``, one ``<model>_<precision>.png`` per model and precision, a
 largest batch whose p95 stays within the latency budget.
 
     tsbatch sweep                                           # every built model, CPU here
-    tsbatch sweep --target resnet18 --max-batch 8 --iters 5
-    tsbatch sweep --target resnet18-imagenet --device cuda  # see scripts/gpu_check.sh
+    tsbatch sweep --model resnet18 --max-batch 8 --iters 5
+    tsbatch sweep --model resnet18-imagenet --device cuda  # see scripts/gpu_check.sh
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from tsbatch.analysis.selection import power_of_two_batch_sizes
 from tsbatch.analysis.sweep.measure import Budget
 from tsbatch.analysis.sweep.report import default_budget, write_reports
 from tsbatch.analysis.sweep.run import run_sweep
-from tsbatch.analysis.sweep.targets import Target, resolve_targets, stand_in_specs
+from tsbatch.analysis.sweep.swept import SweptModel, resolve_swept_models, stand_in_specs
 from tsbatch.analysis.tune.mar import read_mar
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.paths import DEFAULT_PROPERTIES, REPORTS_DIR
@@ -46,22 +46,22 @@ from tsbatch.paths import DEFAULT_PROPERTIES, REPORTS_DIR
 DEFAULT_OUT = REPORTS_DIR / "sweep"
 
 
-def default_targets() -> list[str]:
+def default_swept_models() -> list[str]:
     manifest = load_manifest()
     return list(manifest.models)
 
 
-def default_threads(target: str) -> int:
+def default_threads(name: str) -> int:
     """The worker's torchThreads from config.properties, so in-process numbers compare with served ones."""
     from tsbatch.config.properties import configured_settings, model_settings, read_properties
 
     properties = read_properties(DEFAULT_PROPERTIES)
-    if target not in model_settings(properties):
-        return 1  # a stand-in target (no archive): one thread, as a worker's default here
-    return configured_settings(properties, target).torch_threads or 1
+    if name not in model_settings(properties):
+        return 1  # a stand-in (no archive): one thread, as a worker's default here
+    return configured_settings(properties, name).torch_threads or 1
 
 
-def in_process_target(mar: Path) -> str:
+def in_process_swept_model(mar: Path) -> str:
     """The manifest model an archive holds; a ValueError for one the sweep cannot run in process."""
     info = read_mar(mar)
     if not info.toolkit_built or info.model not in load_manifest().models:
@@ -87,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         "curves, plots and a summary naming the knee and the largest batch within the latency budget."
     )
     parser.add_argument(
-        "--target",
+        "--model",
+        "--target",  # its first name, kept so older commands still run
+        dest="models",
         action="append",
         help="manifest model (default: all of them), or its random-weight stand-in, timing only: "
         + stand_in_names(),
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.mar is not None:
         try:
-            args.target = [*(args.target or []), in_process_target(args.mar)]
+            args.models = [*(args.models or []), in_process_swept_model(args.mar)]
         except ValueError as exc:
             print(f"[sweep] {exc}", file=sys.stderr)
             return 2
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cuda" and not torch.cuda.is_available():
         print("[sweep] FAILED: --device cuda but torch sees no GPU", file=sys.stderr)
         return 1
-    names = args.target or default_targets()
+    names = args.models or default_swept_models()
     threads = args.threads or max(default_threads(name) for name in names)
     torch.set_num_threads(threads)
     profile = args.profile or (None if device.type == "cpu" else "gpu")
@@ -142,25 +144,25 @@ def main(argv: list[str] | None = None) -> int:
         iters=args.iters, warmup=args.warmup, min_iters=min(3, args.iters), max_seconds=args.max_seconds
     )
 
-    targets: list[Target] = []
+    swept_models: list[SweptModel] = []
     missing: list[str] = []
     work_dir = Path(tempfile.mkdtemp(prefix="sweep-"))  # the base intent model's tokenizer, if needed
     for name in names:
         try:
-            targets.extend(resolve_targets(name, work_dir, args.build_dir, device.type))
+            swept_models.extend(resolve_swept_models(name, work_dir, args.build_dir, device.type))
         except (OSError, ImportError, RuntimeError, ValueError) as exc:
             if not args.skip_missing:
                 print(f"[sweep] FAILED: {exc}", file=sys.stderr)
                 return 1
             missing.append(f"{name} not swept: {type(exc).__name__}: {exc}")
             print(f"[sweep] {missing[-1]}")
-    if not targets:
+    if not swept_models:
         print("[sweep] FAILED: nothing to sweep", file=sys.stderr)
         return 1
 
     started = time.perf_counter()
     try:
-        result = run_sweep(targets, sizes, device, args.precisions.split(","), budget, args.cpu_bf16)
+        result = run_sweep(swept_models, sizes, device, args.precisions.split(","), budget, args.cpu_bf16)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
     result.notes.extend(missing)
@@ -182,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         "batch_sizes": list(sizes),
         "seconds": round(time.perf_counter() - started, 1),
     }
-    budgets = {t.name: args.latency_budget_ms or default_budget(t.sla_model, profile) for t in targets}
-    paths = write_reports(result, targets, args.out, meta, budgets)
+    budgets = {t.name: args.latency_budget_ms or default_budget(t.sla_model, profile) for t in swept_models}
+    paths = write_reports(result, swept_models, args.out, meta, budgets)
     print((args.out / "summary.md").read_text())
     print(
         f"[sweep] {len(result.rows)} points in {meta['seconds']} s; wrote {', '.join(str(p) for p in paths.values())}"

@@ -12,7 +12,7 @@ from typing import Any
 from tsbatch.analysis.selection import KNEE_FRACTION, knee_batch_size, largest_within_budget
 from tsbatch.analysis.sweep.inputs import ROTATIONS
 from tsbatch.analysis.sweep.rows import SweepResult, SweepRow, curves, read_csv, write_csv
-from tsbatch.analysis.sweep.targets import Target
+from tsbatch.analysis.sweep.swept import SweptModel
 from tsbatch.sla.profiles import SlaError, load_sla
 
 
@@ -142,7 +142,7 @@ def default_budget(sla_model: str, profile: str | None) -> float | None:
 
 def write_reports(
     result: SweepResult,
-    targets: Sequence[Target],
+    swept_models: Sequence[SweptModel],
     out_dir: Path,
     meta: dict[str, Any],
     budgets: dict[str, float | None],
@@ -168,7 +168,7 @@ def write_reports(
         plot_sweep(plot_rows, out_dir / name, f"{model} ({precision}, {meta['device']})", budgets.get(model))
         plots[f"{model} {precision}"] = name
     summaries = [summarize(group, budgets.get(key[0])) for key, group in curves(rows)]
-    meta = {**meta, "models": {t.name: t.description for t in targets}}
+    meta = {**meta, "models": {t.name: t.description for t in swept_models}}
     summary_path = out_dir / "summary.md"
     summary_path.write_text(render_summary(summaries, meta, result.notes, plots))
     (out_dir / "sweep.json").write_text(json.dumps({"meta": meta, "notes": result.notes}, indent=2) + "\n")

@@ -45,7 +45,7 @@ CSV_FIELDS = [f.name for f in fields(SweepRow)]
 @dataclass
 class SweepResult:
     rows: list[SweepRow] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # precisions skipped, targets missing
+    notes: list[str] = field(default_factory=list)  # precisions skipped, models missing
 
 
 def curves(rows: Sequence[SweepRow]) -> Iterator[tuple[tuple[str, str, str], list[SweepRow]]]:

@@ -1,4 +1,4 @@
-"""Running the sweep: every target, precision and scenario as one curve of batch sizes,
+"""Running the sweep: every swept model, precision and scenario as one curve of batch sizes,
 each curve ending at its first out-of-memory error."""
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from tsbatch.analysis.sweep.measure import (
     to_device,
 )
 from tsbatch.analysis.sweep.rows import SweepResult, SweepRow
-from tsbatch.analysis.sweep.targets import Target
+from tsbatch.analysis.sweep.swept import SweptModel
 from tsbatch.sla.percentile import percentile
 
-# int8 exists only as a quantized package (a compiled target), never as the TorchScript module.
+# int8 exists only as a quantized package (a compiled package), never as the TorchScript module.
 MODULE_PRECISIONS = ("fp32", "fp16", "bf16")
 
 
@@ -38,7 +38,7 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
 
 
 def sweep_curve(
-    target_name: str,
+    model_name: str,
     scenario: Scenario,
     forward: Forward,
     precision: str,
@@ -55,7 +55,7 @@ def sweep_curve(
 
     for batch_size in batch_sizes:
         row = SweepRow(
-            target_name, scenario.name, precision, device.type, batch_size, "ok", mem_kind=memory.kind
+            model_name, scenario.name, precision, device.type, batch_size, "ok", mem_kind=memory.kind
         )
         try:
             batches = [
@@ -78,7 +78,7 @@ def sweep_curve(
             row.note = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
             rows.append(row)
             log(
-                f"[sweep] {target_name} {scenario.name} {precision} batch {batch_size}: {row.status.upper()} {row.note}"
+                f"[sweep] {model_name} {scenario.name} {precision} batch {batch_size}: {row.status.upper()} {row.note}"
             )
             if device.type == "cuda":
                 torch.cuda.empty_cache()
@@ -92,7 +92,7 @@ def sweep_curve(
         row.output_dtype = str(output.dtype).removeprefix("torch.")
         rows.append(row)
         log(
-            f"[sweep] {target_name:<18} {scenario.name:<26} {precision} b={batch_size:<3} "
+            f"[sweep] {model_name:<18} {scenario.name:<26} {precision} b={batch_size:<3} "
             f"mean {row.latency_mean_ms:8.2f} ms  p95 {row.latency_p95_ms:8.2f} ms  "
             f"{row.throughput_sps:9.1f}/s  mem {row.peak_mem_mb:7.0f} MB  "
             f"drift {row.max_abs_diff:.2e} cos {row.cosine_min:.6f} top1 {row.top1_agreement:.3f}"
@@ -133,7 +133,7 @@ def precision_plan(
 
 
 def run_sweep(
-    targets: Sequence[Target],
+    swept_models: Sequence[SweptModel],
     batch_sizes: Sequence[int],
     device: torch.device,
     precisions: Sequence[str],
@@ -146,31 +146,31 @@ def run_sweep(
     result.notes.extend(notes)
     for note in notes:
         log(f"[sweep] {note}")
-    for target in targets:
-        module = target.module.to(device)
-        served = optimized_or_plain(module) if target.optimize else module
+    for swept in swept_models:
+        module = swept.module.to(device)
+        served = optimized_or_plain(module) if swept.optimize else module
         fp32_forward = module_forward(served, device, "fp32")
         reference = (
             fp32_forward
-            if target.reference is None
-            else module_forward(target.reference.to(device), device, "fp32")
+            if swept.reference is None
+            else module_forward(swept.reference.to(device), device, "fp32")
         )
-        fp32_references = {s.name: References(s, reference, device) for s in target.scenarios}
+        fp32_references = {s.name: References(s, reference, device) for s in swept.scenarios}
         # A compiled package runs in the precision it was built for whenever that one was
         # asked for: the autocast rules above are about TorchScript, not what workers serve.
         own = (
             [p for p in run if p in MODULE_PRECISIONS]
-            if target.precisions is None
-            else [p for p in precisions if p in target.precisions]
+            if swept.precisions is None
+            else [p for p in precisions if p in swept.precisions]
         )
         for precision in own:
             forward = fp32_forward if precision == "fp32" else module_forward(module, device, precision)
-            for scenario in target.scenarios:
+            for scenario in swept.scenarios:
                 result.rows.extend(
                     sweep_curve(
-                        target.name, scenario, forward, precision, batch_sizes, device, budget, log,
+                        swept.name, scenario, forward, precision, batch_sizes, device, budget, log,
                         fp32_references[scenario.name],
                     )
                 )  # fmt: skip
-        target.module = module.cpu()
+        swept.module = module.cpu()
     return result

@@ -83,12 +83,12 @@ def read_mar(path: Path) -> MarInfo:
     )
 
 
-def repackage(info: MarInfo, target: Path, settings: dict[str, Any]) -> Path:
-    """``target``: the archive with ``settings`` written over its model-config.yaml's."""
+def repackage(info: MarInfo, archive: Path, settings: dict[str, Any]) -> Path:
+    """``archive``: the archive with ``settings`` written over its model-config.yaml's."""
     config_file = info.config_file or DEFAULT_CONFIG_FILE
     config = {**info.config, **settings}
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(info.path) as source, zipfile.ZipFile(target, "w") as out:
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(info.path) as source, zipfile.ZipFile(archive, "w") as out:
         manifest = json.loads(source.read(MANIFEST_ENTRY))
         manifest["model"]["configFile"] = config_file
         for entry in source.infolist():
@@ -98,7 +98,7 @@ def repackage(info: MarInfo, target: Path, settings: dict[str, Any]) -> Path:
                 out.writestr(entry, source.read(entry), compress_type=zipfile.ZIP_STORED)
         out.writestr(MANIFEST_ENTRY, json.dumps(manifest, indent=4))
         out.writestr(config_file, yaml.safe_dump(config, sort_keys=False))
-    return target
+    return archive
 
 
 def models_entry_base(info: MarInfo) -> str:

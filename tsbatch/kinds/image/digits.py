@@ -124,8 +124,8 @@ def estimate_batch_norm(model: torch.nn.Module, inputs: torch.Tensor, batch_size
         norm.momentum = momentum
 
 
-def held_out_accuracy(model: torch.nn.Module, inputs: torch.Tensor, targets: np.ndarray) -> float:
+def held_out_accuracy(model: torch.nn.Module, inputs: torch.Tensor, labels: np.ndarray) -> float:
     model.eval()
     with torch.inference_mode():
         predictions = torch.cat([model(chunk).argmax(1) for chunk in inputs.split(256)])
-    return float((predictions.numpy() == targets).mean())
+    return float((predictions.numpy() == labels).mean())

@@ -129,8 +129,8 @@ def gate_data(resolved: ResolvedWeights, batch_size: int) -> tuple[list[Batch], 
         seeded = torch.Generator().manual_seed(4321)
         images = torch.randn(2 * batch_size, 3, resolved.crop_size, resolved.crop_size, generator=seeded)
         return [(chunk,) for chunk in images.split(batch_size)], None
-    images, targets = resolved.held_out
-    return [(chunk,) for chunk in images.split(batch_size)], top1_accuracy(targets)
+    images, labels = resolved.held_out
+    return [(chunk,) for chunk in images.split(batch_size)], top1_accuracy(labels)
 
 
 def verified_torchscript(

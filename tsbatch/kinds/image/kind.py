@@ -8,7 +8,7 @@ from batchkit.protocols import InputSchema
 from image_serving.config import ImageModelConfig
 from image_serving.pool import AUTO, decode_threads_problem
 from image_serving.reduced import REDUCED_DECODE
-from tsbatch.archive.kind import Exporter, Kind, SweepTargets, TakesOptions
+from tsbatch.archive.kind import Exporter, Kind, SweptModels, TakesOptions
 from tsbatch.config.bodies import base64_body, base64_ceiling
 from tsbatch.config.findings import Problem
 from tsbatch.kinds.image import workload
@@ -76,7 +76,7 @@ def exporter() -> Exporter:
     return export
 
 
-def sweep_targets() -> SweepTargets:
+def swept_models() -> SweptModels:
     from tsbatch.kinds.image import sweep
 
     return sweep
@@ -105,7 +105,7 @@ IMAGE = Kind(
     ),
     exporter=exporter,
     export_options=export_options,
-    sweep_targets=sweep_targets,
+    swept_models=swept_models,
     stand_in="imagenet",
     workload=workload.WORKLOAD,
     input_schema=input_schema,

@@ -12,7 +12,7 @@ import torch
 from batchkit.worker import load_torchscript
 from image_serving.config import ImageModelConfig
 from tsbatch.analysis.sweep.inputs import POOL_SIZE, Scenario, cycle
-from tsbatch.analysis.sweep.targets import Target
+from tsbatch.analysis.sweep.swept import SweptModel
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec
 from tsbatch.kinds.image.pictures import handwritten_digits
@@ -36,7 +36,7 @@ def image_scenario(handler: dict[str, Any], pool_size: int = POOL_SIZE) -> Scena
     )
 
 
-def archive_target(name: str, artifact_dir: Path) -> Target:
+def archive_swept_model(name: str, artifact_dir: Path) -> SweptModel:
     handler = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     optimize = bool(handler.get("optimize", ImageModelConfig.optimize))
     module = load_torchscript(
@@ -45,7 +45,7 @@ def archive_target(name: str, artifact_dir: Path) -> Target:
     weights = handler.get("weights", "weights not recorded") + (
         ", fp32 frozen + optimized" if optimize else ""
     )
-    return Target(
+    return SweptModel(
         name=name,
         sla_model=name,
         description=f"{artifact_dir.relative_to(REPO_ROOT) if artifact_dir.is_relative_to(REPO_ROOT) else artifact_dir}"
@@ -56,7 +56,7 @@ def archive_target(name: str, artifact_dir: Path) -> Target:
     )
 
 
-def stand_in(spec: ModelSpec, work_dir: Path) -> Target:
+def stand_in(spec: ModelSpec, work_dir: Path) -> SweptModel:
     """The model's architecture ImageNet-shaped with RANDOM weights at 224x224 and the
     production preprocessing (resize 256, crop 224, ImageNet mean/std): right for timing,
     useless for predictions. Needs no download."""
@@ -72,7 +72,7 @@ def stand_in(spec: ModelSpec, work_dir: Path) -> Target:
         "mean": list(reference.mean),
         "std": list(reference.std),
     }
-    return Target(
+    return SweptModel(
         name=f"{spec.name}-{spec.kind.stand_in}",
         sla_model=spec.name,
         description=f"torchvision {architecture}, ImageNet shape (1000 classes), RANDOM weights - timing only; "

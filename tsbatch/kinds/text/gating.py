@@ -38,16 +38,16 @@ def intent_scorer(
 ) -> Scorer:
     """In-scope accuracy and out-of-scope recall of each split's probabilities (the splits'
     rows concatenated in ``splits`` order), as the handler decides."""
-    targets = [target for split_targets in splits.values() for target in split_targets]
-    in_scope = torch.tensor([target != oos_label for target in targets])
+    row_labels = [label for split_labels in splits.values() for label in split_labels]
+    in_scope = torch.tensor([label != oos_label for label in row_labels])
     # An out-of-scope label the model lacks (a threshold alone decides) matches no index.
     index = {label: position for position, label in enumerate(labels)}
-    expected = torch.tensor([index.get(target, -1) for target in targets])
+    expected = torch.tensor([index.get(label, -1) for label in row_labels])
     oos_index = index.get(oos_label, -1)
     bounds, start = {}, 0
-    for split, split_targets in splits.items():
-        bounds[split] = slice(start, start + len(split_targets))
-        start += len(split_targets)
+    for split, split_labels in splits.items():
+        bounds[split] = slice(start, start + len(split_labels))
+        start += len(split_labels)
 
     def score(probs: torch.Tensor) -> dict[str, float]:
         confidence, best = probs.max(-1)
@@ -69,8 +69,8 @@ def labelled_gate_inputs(
 ) -> tuple[dict[str, list[str]], Scorer]:
     """Each split's texts, and the scorer of their labels as the handler decides."""
     texts = {split: [text for text, _ in examples] for split, examples in splits.items()}
-    targets = {split: [label for _, label in examples] for split, examples in splits.items()}
-    return texts, intent_scorer(labels, targets, threshold, oos_label)
+    row_labels = {split: [label for _, label in examples] for split, examples in splits.items()}
+    return texts, intent_scorer(labels, row_labels, threshold, oos_label)
 
 
 def text_batches(tokenizer_dir: Path, max_length: int, texts: Sequence[str], size: int) -> list[Batch]:

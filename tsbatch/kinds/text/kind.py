@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from batchkit.protocols import InputSchema
 from text_serving.config import TextModelConfig
-from tsbatch.archive.kind import Exporter, Kind, SweepTargets
+from tsbatch.archive.kind import Exporter, Kind, SweptModels
 from tsbatch.config.findings import Problem
 from tsbatch.kinds.text import workload
 from tsbatch.kinds.text.options import add_export_options
@@ -48,7 +48,7 @@ def exporter() -> Exporter:
     return export
 
 
-def sweep_targets() -> SweepTargets:
+def swept_models() -> SweptModels:
     from tsbatch.kinds.text import sweep
 
     return sweep
@@ -63,7 +63,7 @@ TEXT = Kind(
     resolved=frozenset({"tokenizer_dir", "base_model", "oos_threshold"}),
     exporter=exporter,
     export_options=add_export_options,
-    sweep_targets=sweep_targets,
+    swept_models=swept_models,
     stand_in="base",
     workload=workload.WORKLOAD,
     input_schema=input_schema,

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from tsbatch.analysis.sweep.inputs import POOL_SIZE, Scenario, cycle
-from tsbatch.analysis.sweep.targets import Target
+from tsbatch.analysis.sweep.swept import SweptModel
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec
 from tsbatch.kinds.text.schema import TextModel
@@ -42,13 +42,13 @@ def text_scenarios(tokenizer_dir: Path, max_length: int, pool_size: int = POOL_S
     ]
 
 
-def archive_target(name: str, artifact_dir: Path) -> Target:
+def archive_swept_model(name: str, artifact_dir: Path) -> SweptModel:
     handler = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     tokenizer_dir = artifact_dir / handler.get("tokenizer_dir", "tokenizer")
     module = torch.jit.load(
         str(artifact_dir / handler.get("model_file", artifacts.MODEL_FILE)), map_location="cpu"
     )
-    return Target(
+    return SweptModel(
         name=name,
         sla_model=name,
         description=f"build/{name}/model.pt ({handler.get('base_model', 'text model')}, max_length {handler['max_length']})",
@@ -57,7 +57,7 @@ def archive_target(name: str, artifact_dir: Path) -> Target:
     )
 
 
-def stand_in(spec: ModelSpec, work_dir: Path) -> Target:
+def stand_in(spec: ModelSpec, work_dir: Path) -> SweptModel:
     """The intent model's shape without its training: the base encoder with a RANDOM head
     (timing only), for a machine where the model was not built."""
     from tsbatch.kinds.text.model import IntentClassifier, load_encoder, save_tokenizer
@@ -67,7 +67,7 @@ def stand_in(spec: ModelSpec, work_dir: Path) -> Target:
     torch.manual_seed(0)
     model = IntentClassifier(load_encoder(base), num_labels=16).eval()
     tokenizer_dir = save_tokenizer(base, work_dir / "tokenizer", max_length)
-    return Target(
+    return SweptModel(
         name=f"{spec.name}-{spec.kind.stand_in}",
         sla_model=spec.name,
         description=f"{base} encoder + RANDOM 16-way head, eager PyTorch - timing only (build/{spec.name} missing)",

@@ -61,11 +61,11 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def class_weights(targets: Sequence[int], num_labels: int) -> torch.Tensor:
+def class_weights(label_ids: Sequence[int], num_labels: int) -> torch.Tensor:
     """1/sqrt(count) per class, scaled so that an average example weighs 1."""
-    counts = torch.bincount(torch.as_tensor(targets), minlength=num_labels).float().clamp(min=1)
+    counts = torch.bincount(torch.as_tensor(label_ids), minlength=num_labels).float().clamp(min=1)
     weights = counts.rsqrt()
-    return weights * len(targets) / float((weights * counts).sum())
+    return weights * len(label_ids) / float((weights * counts).sum())
 
 
 def freeze_lower_layers(model: IntentClassifier, count: int) -> None:
@@ -139,9 +139,9 @@ def train(
         optimizer, max(1, int(options.warmup_fraction * total_steps)), total_steps
     )
     rng = random.Random(options.seed)
-    targets_all = [label_index[label] for _, label in data.train]
+    train_label_ids = [label_index[label] for _, label in data.train]
     loss_function = torch.nn.CrossEntropyLoss(
-        weight=class_weights(targets_all, len(labels)) if options.balance_classes else None,
+        weight=class_weights(train_label_ids, len(labels)) if options.balance_classes else None,
         label_smoothing=options.label_smoothing,
     )
     history: list[dict[str, float]] = []
@@ -156,8 +156,8 @@ def train(
         epoch_loss, seen = 0.0, 0
         for batch in length_bucketed_batches([len(ids) for ids in token_ids], options.batch_size, rng):
             input_ids, attention_mask = pad_to_longest([token_ids[i] for i in batch], padding)
-            targets = torch.as_tensor([targets_all[i] for i in batch])
-            loss = loss_function(model(input_ids, attention_mask), targets)
+            batch_labels = torch.as_tensor([train_label_ids[i] for i in batch])
+            loss = loss_function(model(input_ids, attention_mask), batch_labels)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

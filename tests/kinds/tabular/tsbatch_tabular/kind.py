@@ -10,7 +10,7 @@ import tabular_serving
 from tabular_serving.config import TabularModelConfig
 
 from batchkit.protocols import InputSchema
-from tsbatch.archive.kind import Exporter, Kind, SweepTargets, TakesOptions
+from tsbatch.archive.kind import Exporter, Kind, SweptModels, TakesOptions
 from tsbatch.config.findings import Problem
 from tsbatch_tabular import workload
 from tsbatch_tabular.schema import TabularModel
@@ -53,7 +53,7 @@ def exporter() -> Exporter:
     return export
 
 
-def sweep_targets() -> SweepTargets:
+def swept_models() -> SweptModels:
     from tsbatch_tabular import sweep
 
     return sweep
@@ -67,7 +67,7 @@ TABULAR = Kind(
     resolved=frozenset(),
     exporter=exporter,
     export_options=export_options,
-    sweep_targets=sweep_targets,
+    swept_models=swept_models,
     stand_in="untrained",
     workload=workload.WORKLOAD,
     input_schema=input_schema,

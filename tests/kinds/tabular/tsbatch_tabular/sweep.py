@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from tsbatch.analysis.sweep.inputs import POOL_SIZE, Scenario, cycle
-from tsbatch.analysis.sweep.targets import Target
+from tsbatch.analysis.sweep.swept import SweptModel
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec
 from tsbatch_tabular.export import mlp
@@ -24,10 +24,10 @@ def row_scenario(num_features: int) -> Scenario:
     )
 
 
-def archive_target(name: str, artifact_dir: Path) -> Target:
+def archive_swept_model(name: str, artifact_dir: Path) -> SweptModel:
     handler = artifacts.read_json(artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     module = torch.jit.load(str(artifact_dir / handler["model_file"]), map_location="cpu").eval()
-    return Target(
+    return SweptModel(
         name=name,
         sla_model=name,
         description=f"build/{name}/{handler['model_file']} (MLP over {handler['num_features']} features)",
@@ -36,11 +36,11 @@ def archive_target(name: str, artifact_dir: Path) -> Target:
     )
 
 
-def stand_in(spec: ModelSpec, work_dir: Path) -> Target:
+def stand_in(spec: ModelSpec, work_dir: Path) -> SweptModel:
     """The entry's MLP untrained: its shape and time, none of its answers."""
     entry = spec.entry_as(TabularModel)
     model = mlp(entry).eval()
-    return Target(
+    return SweptModel(
         name=f"{spec.name}-{spec.kind.stand_in}",
         sla_model=spec.name,
         description=f"MLP over {entry.num_features} features, RANDOM weights - timing only",

@@ -1,4 +1,4 @@
-"""A sweep target made from the tiny image archive of tests/conftest.py."""
+"""A swept model made from the tiny image archive of tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.analysis.sweep.targets import Target
-from tsbatch.kinds.image.sweep import archive_target
+from tsbatch.analysis.sweep.swept import SweptModel
+from tsbatch.kinds.image.sweep import archive_swept_model
 
 
 @pytest.fixture
-def tiny_target(tiny_image_model_dir: tuple[Path, dict]) -> Target:
+def tiny_swept_model(tiny_image_model_dir: tuple[Path, dict]) -> SweptModel:
     model_dir, model_yaml = tiny_image_model_dir
     (model_dir / "handler_config.json").write_text(json.dumps(model_yaml["handler"]))
-    return archive_target("tiny", model_dir)
+    return archive_swept_model("tiny", model_dir)

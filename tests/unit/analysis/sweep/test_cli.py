@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tsbatch.analysis.sweep.cli import in_process_target, main
+from tsbatch.analysis.sweep.cli import in_process_swept_model, main
 
 
 def test_a_foreign_archive_exits_2_and_points_at_tune(
@@ -18,6 +18,6 @@ def test_a_foreign_archive_exits_2_and_points_at_tune(
     err = capsys.readouterr().err
     assert "was not built by this toolkit" in err and f"tsbatch tune --mar {foreign} --requests PATH" in err
     # the toolkit's own archive names its manifest model; a stranger under a known name does not pass
-    assert in_process_target(make_mar("own.mar", {}, model="resnet18", toolkit=True)) == "resnet18"
+    assert in_process_swept_model(make_mar("own.mar", {}, model="resnet18", toolkit=True)) == "resnet18"
     with pytest.raises(ValueError, match="not built by this toolkit"):
-        in_process_target(make_mar("fake.mar", {}, model="resnet18"))
+        in_process_swept_model(make_mar("fake.mar", {}, model="resnet18"))

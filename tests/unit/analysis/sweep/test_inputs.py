@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from tsbatch.analysis.sweep.targets import Target
+from tsbatch.analysis.sweep.swept import SweptModel
 
 
-def test_samples_in_a_batch_are_distinct_real_images(tiny_target: Target) -> None:
-    scenario = tiny_target.scenarios[0]
+def test_samples_in_a_batch_are_distinct_real_images(tiny_swept_model: SweptModel) -> None:
+    scenario = tiny_swept_model.scenarios[0]
     (batch,) = scenario.batch(8)
     assert batch.shape == (8, 3, 16, 16)
     assert len({tuple(image.flatten().tolist()) for image in batch}) == 8

@@ -13,14 +13,16 @@ from tsbatch.analysis.sweep.measure import Budget
 from tsbatch.analysis.sweep.report import write_reports
 from tsbatch.analysis.sweep.rows import read_csv
 from tsbatch.analysis.sweep.run import run_sweep
-from tsbatch.analysis.sweep.targets import Target
+from tsbatch.analysis.sweep.swept import SweptModel
 
 FAST = Budget(iters=3, warmup=1, min_iters=2, max_seconds=2.0)
 CPU = torch.device("cpu")
 
 
-def test_reports_are_written_from_the_csv_and_name_the_knee(tiny_target: Target, tmp_path: Path) -> None:
-    result = run_sweep([tiny_target], [1, 2, 4, 8], CPU, ["fp32", "fp16"], FAST, log=lambda _: None)
+def test_reports_are_written_from_the_csv_and_name_the_knee(
+    tiny_swept_model: SweptModel, tmp_path: Path
+) -> None:
+    result = run_sweep([tiny_swept_model], [1, 2, 4, 8], CPU, ["fp32", "fp16"], FAST, log=lambda _: None)
     meta = {
         "device": "CPU",
         "device_type": "cpu",
@@ -30,7 +32,7 @@ def test_reports_are_written_from_the_csv_and_name_the_knee(tiny_target: Target,
         "warmup": 1,
         "max_seconds": 2.0,
     }
-    paths = write_reports(result, [tiny_target], tmp_path, meta, {"tiny": 50.0})
+    paths = write_reports(result, [tiny_swept_model], tmp_path, meta, {"tiny": 50.0})
     rows = read_csv(paths["csv"])
     assert rows == result.rows
     knee = knee_batch_size([r.batch_size for r in rows], [r.throughput_sps for r in rows])

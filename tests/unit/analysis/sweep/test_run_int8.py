@@ -13,8 +13,8 @@ import torch
 from tsbatch.analysis.sweep import run
 from tsbatch.analysis.sweep.measure import Budget
 from tsbatch.analysis.sweep.run import precision_plan, run_sweep
-from tsbatch.analysis.sweep.targets import compiled_targets
-from tsbatch.kinds.image.sweep import archive_target
+from tsbatch.analysis.sweep.swept import compiled_swept_models
+from tsbatch.kinds.image.sweep import archive_swept_model
 
 FAST = Budget(iters=3, warmup=1, min_iters=2, max_seconds=2.0)
 CPU = torch.device("cpu")
@@ -43,8 +43,8 @@ def test_the_int8_package_is_swept_with_drift_against_fp32(
         "compiled_max_batch_size": 4,
     }
     (model_dir / "handler_config.json").write_text(json.dumps(handler))
-    base = archive_target("tiny", model_dir)
-    (compiled,) = compiled_targets(base, model_dir, "cpu")
+    base = archive_swept_model("tiny", model_dir)
+    (compiled,) = compiled_swept_models(base, model_dir, "cpu")
     result = run_sweep([base, compiled], [1, 4], CPU, ["fp32", "int8"], FAST, log=lambda _: None)
     int8 = [row for row in result.rows if row.precision == "int8"]
     assert {row.model for row in int8} == {"tiny-aoti"}  # the TorchScript module has no int8 row

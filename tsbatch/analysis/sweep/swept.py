@@ -18,7 +18,7 @@ from tsbatch.archive.variants import archive_config
 
 
 @dataclass
-class Target:
+class SweptModel:
     """A model to sweep: the module, what it is (for the report) and its input scenarios."""
 
     name: str  # the row label, e.g. "resnet18" or "resnet18-imagenet"
@@ -46,19 +46,19 @@ class CompiledModule(torch.nn.Module):
         return self.served(*inputs)
 
 
-def compiled_targets(base: Target, artifact_dir: Path, device_type: str) -> list[Target]:
-    """One target per package the planner finds usable on this device (gated, present,
+def compiled_swept_models(base: SweptModel, artifact_dir: Path, device_type: str) -> list[SweptModel]:
+    """One swept model per package the planner finds usable on this device (gated, present,
     built for a CPU like this one): the sweep's runtime dimension. Batches above the
     export bound run in slices, as a worker runs them, so the bound does not exclude one."""
     config = archive_config(artifact_dir)
     device = torch.device(device_type)
     usable, _ = usable_candidates(config, host_here(artifact_dir, device, max_batch_size=1))
-    targets = []
+    swept_models = []
     for package in (candidate for candidate in usable if candidate.runtime == "aoti"):
         served = load_compiled(artifact_dir / package.file_name, device, package.precision)
         served.max_batch = config.compiled_max_batch_size
-        targets.append(
-            Target(
+        swept_models.append(
+            SweptModel(
                 name=f"{base.name}-aoti",
                 sla_model=base.sla_model,
                 description=f"{package.file_name} (AOTInductor, {package.precision}, loaded in {served.load_seconds:.2f}s)",
@@ -68,16 +68,16 @@ def compiled_targets(base: Target, artifact_dir: Path, device_type: str) -> list
                 reference=base.module,
             )
         )
-    return targets
+    return swept_models
 
 
-def resolve_target(name: str, work_dir: Path, build_dir: Path | None = None) -> Target:
-    """A target by name: a manifest model whose archive is built, or ``<model>-<stand-in>``,
+def resolve_swept_model(name: str, work_dir: Path, build_dir: Path | None = None) -> SweptModel:
+    """A swept model by name: a manifest model whose archive is built, or ``<model>-<stand-in>``,
     its kind's random-weight stand-in of the same shape."""
     manifest = load_manifest(build_dir=build_dir)
     stand_ins = stand_in_specs(manifest)
     if name in stand_ins:
-        return stand_ins[name].kind.sweep_targets().stand_in(stand_ins[name], work_dir)
+        return stand_ins[name].kind.swept_models().stand_in(stand_ins[name], work_dir)
     spec = manifest.model(name)
     missing = [
         f
@@ -92,20 +92,20 @@ def resolve_target(name: str, work_dir: Path, build_dir: Path | None = None) -> 
         )
     if missing:
         raise FileNotFoundError(f"{name}: {spec.artifact_dir} lacks {missing}; run `make archive` first")
-    return spec.kind.sweep_targets().archive_target(name, spec.artifact_dir)
+    return spec.kind.swept_models().archive_swept_model(name, spec.artifact_dir)
 
 
 def stand_in_specs(manifest: Manifest) -> dict[str, ModelSpec]:
-    """The stand-in target names (``<model>-<its kind's stand_in>``) and the model each mimics."""
+    """The stand-in names (``<model>-<its kind's stand_in>``) and the model each mimics."""
     return {f"{name}-{spec.kind.stand_in}": spec for name, spec in manifest.models.items()}
 
 
-def resolve_targets(
+def resolve_swept_models(
     name: str, work_dir: Path, build_dir: Path | None = None, device_type: str = "cpu"
-) -> list[Target]:
-    """:func:`resolve_target` and, for a built archive, its compiled packages."""
-    base = resolve_target(name, work_dir, build_dir)
+) -> list[SweptModel]:
+    """:func:`resolve_swept_model` and, for a built archive, its compiled packages."""
+    base = resolve_swept_model(name, work_dir, build_dir)
     manifest = load_manifest(build_dir=build_dir)
     if name in stand_in_specs(manifest):
         return [base]
-    return [base, *compiled_targets(base, manifest.model(name).artifact_dir, device_type)]
+    return [base, *compiled_swept_models(base, manifest.model(name).artifact_dir, device_type)]
