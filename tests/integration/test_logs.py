@@ -39,8 +39,10 @@ def capped(start_server, model_store: Path) -> TorchServe:
     return start_server(model_store, [MODEL], overrides={"vmargs": vmargs})
 
 
-def test_the_shipped_logs_write_little_per_request_and_no_debug(start_server, model_store: Path) -> None:
-    server = start_server(model_store, [MODEL])
+def test_the_shipped_logs_write_little_per_request_and_no_debug(torchserve: TorchServe) -> None:
+    """The session's shared instance runs the shipped settings; only this test's requests
+    reach it while it counts."""
+    server = torchserve
     send(server, 5)
     before = logged_bytes(server)
     send(server, 200)
