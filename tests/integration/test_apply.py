@@ -27,7 +27,7 @@ from tests.integration.support import background_load, record
 from tsbatch.archive.package import private_store
 from tsbatch.client.load import Record
 from tsbatch.config.properties import model_settings, read_properties
-from tsbatch.kinds.image.photos import photo_jpegs
+from tsbatch.kinds.image.examples import photo_jpegs
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.apply import main
 from tsbatch.server.apply_lock import LOCK_NAME

@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from tsbatch.client import perf_analyzer
-from tsbatch.kinds.image.photos import jpeg, photo
+from tsbatch.kinds.image.examples import jpeg, photo
 from tsbatch.server.process import TorchServe
 
 BINARY = perf_analyzer.find_perf_analyzer()

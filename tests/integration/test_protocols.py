@@ -16,7 +16,7 @@ import requests
 from PIL import Image
 
 from tests.integration.support import served_tolerance
-from tsbatch.kinds.image.pictures import encode
+from tsbatch.kinds.image.examples import encode
 from tsbatch.kinds.image.workload import answer_problems as image_problems
 from tsbatch.kinds.image.workload import image_pool
 from tsbatch.kinds.text.workload import answer_problems as text_problems

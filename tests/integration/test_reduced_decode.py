@@ -15,7 +15,7 @@ import requests
 from PIL import Image
 
 from tsbatch.archive.package import private_store
-from tsbatch.kinds.image.photos import jpeg, photo
+from tsbatch.kinds.image.examples import jpeg, photo
 from tsbatch.server.process import TorchServe
 from tsbatch.server.served import served_decision
 

@@ -22,7 +22,7 @@ from PIL import Image
 
 from tsbatch.archive.package import private_store
 from tsbatch.config.properties import read_properties
-from tsbatch.kinds.image.photos import jpeg, photo, photo_jpegs
+from tsbatch.kinds.image.examples import jpeg, photo, photo_jpegs
 from tsbatch.kinds.image.workload import answer_problems
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.process import TorchServe

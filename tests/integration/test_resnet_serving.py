@@ -26,7 +26,7 @@ from tsbatch.archive.variants import default_variant, variant_spec
 from tsbatch.cli.daemon import start as serve_start
 from tsbatch.cli.daemon import stop as serve_stop
 from tsbatch.config.properties import update_model_settings
-from tsbatch.kinds.image.pictures import ink_pictures
+from tsbatch.kinds.image.examples import ink_pictures
 from tsbatch.server.ports import free_ports, worker_port_base
 from tsbatch.server.process import TorchServe
 from tsbatch.server.served import served_decision, worker_rss_mb

@@ -79,7 +79,7 @@ def test_make_tune_quick_measures_reports_and_applies_the_winner(model_store: Pa
 def test_tune_sizes_the_decode_pool_for_the_users_photos(model_store: Path, tmp_path: Path) -> None:
     """12 MP photos as the user's --requests: one point per decode pool at the same batch;
     the pool that served them faster wins and is written into config.properties."""
-    from tsbatch.kinds.image.photos import photo_jpegs
+    from tsbatch.kinds.image.examples import photo_jpegs
 
     requests_dir = tmp_path / "photos"
     requests_dir.mkdir()

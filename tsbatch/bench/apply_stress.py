@@ -28,7 +28,7 @@ from pathlib import Path
 from tsbatch.archive.manifest import load_manifest
 from tsbatch.archive.package import private_store
 from tsbatch.client.load import BackgroundLoad, LoadDriver, Record
-from tsbatch.kinds.image.photos import photo_jpegs
+from tsbatch.kinds.image.examples import photo_jpegs
 from tsbatch.paths import REPO_ROOT
 from tsbatch.server.process import TorchServe, start_instance
 from tsbatch.settings.batch import BatchSettings

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import random
 import tempfile
 from pathlib import Path
 
@@ -26,20 +25,12 @@ from tsbatch.archive.manifest import ManifestError, load_manifest, workload_for
 from tsbatch.bench.model_option import add_model_option, chosen_model
 from tsbatch.client.load import LoadDriver, LoadSpec, ResponseCheck
 from tsbatch.client.metrics import rise_ratio
-from tsbatch.kinds.image.pictures import encoded_pictures
+from tsbatch.kinds.image.examples import request_pictures
 from tsbatch.server.process import TorchServe, start_instance
 from tsbatch.settings.batch import BatchSettings
 from tsbatch.workloads.schemas import body_problems, multi_input_problems
 
 COUNTED = ["BatchesTotal", "BatchedInputsTotal"]
-
-
-def digit_images(count: int, seed: int = 0) -> list[bytes]:
-    """Digit-like PNGs of varied sides, as the archive's digits model is fed."""
-    rng = random.Random(seed)
-    return encoded_pictures(
-        "digit", [(side, side) for side in (rng.randint(28, 95) for _ in range(count))], "PNG", seed
-    )
 
 
 def single_check(model: str) -> ResponseCheck:
@@ -152,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     except ManifestError as exc:
         parser.error(str(exc))
 
-    images = digit_images(64)
+    images = request_pictures(64, "digits")
     url_path = f"/predictions/{model}"
     load = LoadSpec(concurrency=args.clients, warmup_s=args.warmup, measure_s=args.duration)
     with tempfile.TemporaryDirectory(prefix="bench-multi-input-") as tmp:

@@ -38,9 +38,10 @@ from batchkit.errors import DeadlineExceeded
 from tsbatch.archive.manifest import Manifest, ManifestError, load_manifest
 from tsbatch.archive.package import private_store
 from tsbatch.bench.model_option import add_model_option, chosen_model
-from tsbatch.bench.resnet import imagenet_spec, payload_images
+from tsbatch.bench.resnet import imagenet_spec
 from tsbatch.client.load import BackgroundLoad, LoadDriver, LoadResult, LoadSpec, PerRequestHeaders, Record
 from tsbatch.config.properties import configured_settings, read_properties
+from tsbatch.kinds.image.examples import request_pictures
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.apply import ApplyError, apply_settings
 from tsbatch.server.process import TorchServe, start_instance
@@ -247,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             work / "store", [args.model], {args.model: settings.entry(ARCHIVE_KEYS)}, extra, manifest=private
         )
         server = start_instance(work / "run", store, [args.model], source=properties)
-        bodies = payload_images(64, "imagenet")
+        bodies = request_pictures(64, "imagenet")
         try:
             url = f"{server.url('inference')}/predictions/{args.model}"
             clients, capacity = sla_capacity(url, bodies, server.client.headers(), args)

@@ -2,7 +2,7 @@
 
 The ImageNet-shaped ResNet of ``tsbatch bench resnet --shape imagenet`` (224x224 crop, the
 variant this machine serves, int8 where the build gates it) is served three ways in one
-run, each loaded in turn with real photos of each size (``tsbatch.kinds.image.photos``):
+run, each loaded in turn with real photos of each size (``tsbatch.kinds.image.examples``):
 our handler with reference decoding (``reducedDecode: off``), with reduced-size JPEG
 decoding (``reducedDecode: on``), both at the shipped decode layout (``decodeThreads: auto``:
 small pictures inline, big ones on every core), and TorchServe's stock
@@ -48,7 +48,7 @@ from tsbatch.bench.model_option import add_model_option, chosen_model
 from tsbatch.bench.resnet import imagenet_spec
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.config.properties import configured_settings, read_properties
-from tsbatch.kinds.image.photos import PHOTO_SIZES, photo_jpegs
+from tsbatch.kinds.image.examples import PHOTO_SIZES, photo_jpegs
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.process import TorchServe, start_instance
 from tsbatch.server.served import served_decision

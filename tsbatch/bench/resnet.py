@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import random
 import tempfile
 import time
 import warnings
@@ -46,8 +45,8 @@ from tsbatch.bench.model_option import add_model_option, chosen_model
 from tsbatch.bench.served_archive import add_archive_options, bench_archive
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.config.properties import configured_settings, read_properties
+from tsbatch.kinds.image.examples import request_pictures
 from tsbatch.kinds.image.kind import DECODE_KEYS
-from tsbatch.kinds.image.pictures import encoded_pictures
 from tsbatch.kinds.image.schema import ImageModel
 from tsbatch.paths import DEFAULT_PROPERTIES
 from tsbatch.server.process import start_instance
@@ -56,16 +55,6 @@ from tsbatch.settings.batch import TUNED_KEYS, BatchSettings
 
 # What the bench writes into its private config.properties (and prints).
 SERVED_KEYS = (*TUNED_KEYS, "torchThreads", *(k.name for k in DECODE_KEYS))
-
-
-def payload_images(count: int, shape: str, seed: int = 0) -> list[bytes]:
-    """Varied pictures: small digit-like PNGs for the digits model, photo-sized JPEGs for ImageNet."""
-    rng = random.Random(seed)
-    if shape == "imagenet":
-        sizes = [(rng.randint(256, 639), rng.randint(256, 479)) for _ in range(count)]
-        return encoded_pictures("photo", sizes, "JPEG", seed)
-    sides = [rng.randint(28, 95) for _ in range(count)]
-    return encoded_pictures("digit", [(side, side) for side in sides], "PNG", seed)
 
 
 def imagenet_spec(spec: ModelSpec, work: Path, compiled: bool = True) -> ModelSpec:
@@ -103,7 +92,7 @@ def in_process(
     model = load_served_model(
         config, spec.artifact_dir, torch.device("cpu"), batch_size, check, optimize=config.optimize
     )
-    payloads = payload_images(64, "imagenet" if config.crop_size > 64 else "archive")
+    payloads = request_pictures(64, "imagenet" if config.crop_size > 64 else "archive")
 
     decoding = ("resize_size", "crop_size", "max_image_pixels", "max_body_bytes")
     decode = functools.partial(decode_pixels, **{name: getattr(config, name) for name in decoding})
@@ -155,7 +144,7 @@ def serve(
     try:
         driver = LoadDriver(
             f"{server.url('inference')}/predictions/{model}",
-            payload_images(64, shape),
+            request_pictures(64, shape),
             headers=server.client.headers(),
         )
         load = LoadSpec(concurrency=args.clients, warmup_s=args.warmup, measure_s=args.duration)
@@ -208,7 +197,7 @@ def decode_section(
     default variant served with each."""
     values = artifacts.read_json(spec.artifact_dir / artifacts.HANDLER_CONFIG_FILE)
     config = from_mapping(ImageModelConfig, values)
-    payloads = payload_images(64, shape)
+    payloads = request_pictures(64, shape)
     rows = decode_rows(config, payloads, settings.batch_size, min(args.duration, 3))
     served = []
     for path, threads in DECODE_SETTINGS:

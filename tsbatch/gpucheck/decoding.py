@@ -15,7 +15,6 @@ ImageNet mean/std, fp32): its weights do not matter, the decode path under it do
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import shutil
@@ -25,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from PIL import Image
 
 from batchkit.config import from_mapping
 from image_serving.config import ImageModelConfig
@@ -36,10 +34,9 @@ from tsbatch.archive.manifest import Manifest, ManifestError, load_manifest
 from tsbatch.archive.package import private_store
 from tsbatch.bench.decoding import decode_rate
 from tsbatch.bench.model_option import add_model_option, chosen_model
-from tsbatch.bench.resnet import payload_images
 from tsbatch.client.load import LoadDriver, LoadSpec
 from tsbatch.gpucheck.serving import PHOTO_RESULTS_FILE
-from tsbatch.kinds.image.photos import PHOTO_SIZES, photo_jpegs
+from tsbatch.kinds.image.examples import PHOTO_SIZES, encoded_pictures, photo_jpegs, request_pictures
 from tsbatch.paths import REPO_ROOT
 from tsbatch.server.process import TorchServe, start_instance
 
@@ -73,25 +70,19 @@ def imagenet_build(source: Path, work: Path) -> Path:
     return build
 
 
-def picture_png() -> bytes:
-    """A PNG, which the tensor path hands to PIL."""
-    buffer = io.BytesIO()
-    Image.new("RGB", (320, 240), "teal").save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
 def row(model: str, step: str, what: str, ok: bool, detail: str) -> dict[str, Any]:
     return {"step": step, "model": model, "served": what, "ok": ok, "detail": detail, "rss_mb": []}
 
 
 def decode_rows(config: ImageModelConfig, device: str, threads: int, seconds: float) -> list[dict[str, Any]]:
     """Images per second decoded in-process: the tensor path on the device, the PIL pool on the CPU."""
-    payloads = payload_images(64, "imagenet")
+    payloads = request_pictures(64, "imagenet")
     batch = 32
     pool = decode_rate(config, payloads, "pil", threads, batch, seconds)
     on_device = decode_rate(config, payloads, "tensor", 1, batch, seconds, torch.device(device))
     decoder = ImageDecoder(config, torch.device(device), "tensor", DecodePool(1))
-    mixed = decoder.decode_batch([payloads[0], picture_png()])  # a device crop beside a PIL crop
+    # A device crop beside a PIL crop: the tensor path hands a PNG to PIL.
+    mixed = decoder.decode_batch([payloads[0], *encoded_pictures("photo", [(320, 240)], "PNG")])
     decoded = [item for item in mixed if isinstance(item, torch.Tensor)]
     shape = tuple(model_batch(decoded, config.mean, config.std, torch.device(device)).shape)
     model = config.model_name
@@ -173,7 +164,7 @@ def served_rows(model: str, build: Path, threads: int, seconds: float, out: Path
         for (path, pool), server in zip(decoders, servers, strict=True):
             driver = LoadDriver(
                 f"{server.url('inference')}/predictions/{model}",
-                payload_images(64, "imagenet"),
+                request_pictures(64, "imagenet"),
                 headers=server.client.headers(),
             )
             figures = driver.run(LoadSpec(concurrency=16, warmup_s=2.0, measure_s=seconds)).figures()

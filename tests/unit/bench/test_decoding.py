@@ -18,14 +18,14 @@ from tsbatch.bench.decoding import (
     decode_rate,
     print_section,
 )
-from tsbatch.bench.resnet import payload_images
+from tsbatch.kinds.image.examples import request_pictures
 
 CONFIG = from_mapping(ImageModelConfig, {**tiny_image_handler(), "resize_size": 64, "crop_size": 56})
 
 
 @pytest.mark.parametrize(("path", "threads"), [("pil", 1), ("tensor", 2)])
 def test_decode_rate_decodes_the_bench_payloads(path: str, threads: int) -> None:
-    payloads = payload_images(4, "imagenet")
+    payloads = request_pictures(4, "imagenet")
     assert decode_rate(CONFIG, payloads, path, threads, batch_size=3, seconds=0.05) > 0
 
 
@@ -63,4 +63,4 @@ def test_the_section_prints_every_row_and_the_verdict(capsys: pytest.CaptureFixt
 
 
 def test_auto_decodes_the_bench_s_small_payloads_inline() -> None:
-    assert auto_threads(CONFIG, payload_images(8, "imagenet"), batch_size=8) == 1
+    assert auto_threads(CONFIG, request_pictures(8, "imagenet"), batch_size=8) == 1

@@ -9,16 +9,16 @@ from batchkit.binary_tensors import binary_body, bytes_elements, encode_elements
 from tsbatch.bench.multi_input import (
     binary_v2_bodies,
     binary_v2_check,
-    digit_images,
     multi_bodies,
     multi_check,
 )
+from tsbatch.kinds.image.examples import request_pictures
 
 ANSWER = {"model": "resnet18", "predictions": [{"label": "7", "index": 7, "probability": 0.9}]}
 
 
 def test_every_image_is_sent_in_requests_of_the_asked_size() -> None:
-    images = digit_images(10)
+    images = request_pictures(10, "digits")
     bodies = [json.loads(body)["images"] for body in multi_bodies(images, 4)]
     assert [len(body) for body in bodies] == [4, 4, 4]
     sent = [base64.b64decode(value) for body in bodies for value in body]
@@ -33,7 +33,7 @@ def test_a_multi_input_answer_needs_one_good_answer_per_image() -> None:
 
 
 def test_binary_v2_bodies_carry_every_image_under_one_header_length() -> None:
-    images = digit_images(6)
+    images = request_pictures(6, "digits")
     bodies, length = binary_v2_bodies(images, 4)
     sent = []
     for body in bodies:

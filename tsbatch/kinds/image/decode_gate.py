@@ -22,7 +22,7 @@ from image_serving.config import ReducedDecodeGate
 from image_serving.images import normalize_pixels, raw_pixels
 from image_serving.reduced import SHARPNESS_MARGIN
 from tsbatch.archive import artifacts
-from tsbatch.kinds.image.photos import jpeg, photo
+from tsbatch.kinds.image.examples import jpeg, photo
 from tsbatch.kinds.image.weights import ResolvedWeights
 
 GATE_PHOTOS = 64

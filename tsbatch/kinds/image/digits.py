@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from tsbatch.kinds.image.pictures import ink_pictures
+from tsbatch.kinds.image.examples import ink_pictures
 from tsbatch.kinds.image.schema import Digits
 from tsbatch.kinds.image.weights import ExportError, ResolvedWeights, build_architecture, class_count
 

@@ -15,7 +15,7 @@ from tsbatch.analysis.sweep.inputs import POOL_SIZE, Scenario, cycle
 from tsbatch.analysis.sweep.swept import SweptModel
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec
-from tsbatch.kinds.image.pictures import handwritten_digits
+from tsbatch.kinds.image.examples import handwritten_digits
 from tsbatch.kinds.image.schema import ImageModel
 from tsbatch.paths import REPO_ROOT
 

@@ -11,7 +11,7 @@ import base64
 import random
 from typing import Any
 
-from tsbatch.kinds.image.pictures import PictureKind, encode, picture
+from tsbatch.kinds.image.examples import PictureKind, encode, picture
 from tsbatch.workloads.payloads import Payload
 from tsbatch.workloads.schemas import object_problems, probability_problems, sorted_desc_problems
 from tsbatch.workloads.workload import Workload
@@ -20,7 +20,7 @@ IMAGE_SIDES = (32, 48, 64, 96, 128, 160, 224, 256, 320, 384, 480, 512, 640, 800,
 IMAGE_FORMATS = (("PNG", "image/png"), ("JPEG", "image/jpeg"), ("WEBP", "image/webp"))
 PICTURE_KINDS: tuple[PictureKind, ...] = ("digit", "photo")
 # Writes digit.png, a real handwritten 7 drawn dark on white as the digits model was trained
-# (tsbatch.kinds.image.pictures.ink_pictures), for the sample call.
+# (tsbatch.kinds.image.examples.ink_pictures), for the sample call.
 DIGIT_PNG = (
     ".venv/bin/python -c 'from PIL import Image; from sklearn.datasets import load_digits; "
     'Image.fromarray((255 - load_digits().images[7] * 255 / 16).astype("uint8")).resize((32, 32)).save("digit.png")\''

@@ -17,7 +17,7 @@ from image_serving.errors import InvalidImage
 from image_serving.images import open_image, raw_pixels
 from image_serving.reduced import dct_scale, reduced_decode_enabled, scaled_size
 from tests.conftest import tiny_image_handler
-from tsbatch.kinds.image.photos import jpeg, photo
+from tsbatch.kinds.image.examples import jpeg, photo
 
 LIMIT = 40_000_000
 CPU = torch.device("cpu")
