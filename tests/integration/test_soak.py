@@ -51,10 +51,12 @@ def median_mb(values: list[float]) -> float:
     return statistics.median(values) / 2**20
 
 
-def test_worker_memory_does_not_grow_under_steady_mixed_load(start_server, model_store) -> None:
+def test_worker_memory_does_not_grow_under_steady_mixed_load(torchserve) -> None:
+    """On the session's shared instance (every model, config.properties' settings): what
+    earlier tests left in its workers only shortens the warm-up."""
     models = list(load_manifest().models)
     assert set(models) == {"resnet18", "bert_intent"}, "update the payload pools for new models"
-    server = start_server(model_store, models)
+    server = torchserve
     workers = {model: worker_processes(server, model) for model in models}
     samples: dict[int, list[tuple[float, int]]] = {p.pid: [] for ps in workers.values() for p in ps}
     process_start_rss = {p.pid: p.memory_info().rss for ps in workers.values() for p in ps}

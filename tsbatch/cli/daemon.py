@@ -18,19 +18,14 @@ from tsbatch.archive.plugins import PluginBuildError, build_all
 from tsbatch.config.properties import ADDRESS_KEYS, load_models, model_settings, read_properties
 from tsbatch.configcheck.check import check
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
-from tsbatch.server.process import (
-    ServerError,
-    TorchServe,
-    _read_pid,
-    start_instance,
-    stop_process_group,
-)
+from tsbatch.server.process import ServerError, TorchServe, start_instance
+from tsbatch.server.process_group import read_pid, stop_process_group
 from tsbatch.server.served import serving_summary
 from tsbatch.settings.batch import BatchSettings
 
 
 def is_running(run_dir: Path) -> bool:
-    pid = _read_pid(run_dir / "launcher.pid")
+    pid = read_pid(run_dir / "launcher.pid")
     if pid is None:
         return False
     try:
@@ -43,7 +38,7 @@ def is_running(run_dir: Path) -> bool:
 
 
 def stop(run_dir: Path) -> bool:
-    pid = _read_pid(run_dir / "launcher.pid")
+    pid = read_pid(run_dir / "launcher.pid")
     if pid is None:
         return False
     stop_process_group(pid)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ from tsbatch.config.properties import (
 )
 from tsbatch.paths import DEFAULT_PROPERTIES, REPO_ROOT
 from tsbatch.server.ports import free_ports, worker_port_base
+from tsbatch.server.process_group import read_pid, stop_process_group
 from tsbatch.server.worker_log import LogFollower, WorkerFailure, worker_failures
 
 # A death seen before its traceback's exception line is waited for this long (the worker
@@ -289,54 +289,13 @@ class TorchServe:
 
     def stop(self, timeout: float = 30) -> None:
         """Stop the whole process group (launcher, Java frontend, Python workers)."""
-        pid = self.process.pid if self.process else _read_pid(self.run_dir / "launcher.pid")
+        pid = self.process.pid if self.process else read_pid(self.run_dir / "launcher.pid")
         if pid is None:
             return
         stop_process_group(pid, timeout, self.process)
         (self.run_dir / "launcher.pid").unlink(missing_ok=True)
         if "client" in self.__dict__:  # made on first use
             self.client.close()
-
-
-def _read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (FileNotFoundError, ValueError):
-        return None
-
-
-def _reap(pid: int, process: subprocess.Popen[bytes] | None) -> None:
-    """Collect the launcher's exit status if it is our child, so it stops being a zombie."""
-    if process is not None:
-        process.poll()
-        return
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def stop_process_group(pid: int, timeout: float = 30, process: subprocess.Popen[bytes] | None = None) -> None:
-    """SIGTERM the launcher's whole process group, SIGKILL what is left after ``timeout``.
-
-    When we started the launcher ourselves, it must be reaped (``poll``): an unreaped
-    zombie still counts as a member of the group and would make us wait the full timeout.
-    """
-    try:
-        group = os.getpgid(pid)
-    except ProcessLookupError:
-        return
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(group, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            _reap(pid, process)
-            try:
-                os.killpg(group, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.1)
 
 
 def start_instance(
