@@ -3,9 +3,6 @@
 ``cli`` (the entry, ``main``), ``search`` (what to try and the pruned order), ``point``
 (package, serve, load and measure one configuration), ``report`` (CSV, summary, apply), ``plot``
 and ``queue`` (the job queues against the throughput it measured, read by ``make check-config``).
-Callers outside the package use ``main`` and ``queue``.
+Callers outside the package use ``cli.main`` and ``queue``; this file imports neither, so
+reading the tuner's reports (``make check-config``, ``make serve``) does not import torch.
 """
-
-from tsbatch.analysis.tune.cli import main
-
-__all__ = ["main"]
