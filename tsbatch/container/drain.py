@@ -16,8 +16,6 @@ The whole sequence must fit in the pod's ``terminationGracePeriodSeconds``.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -26,9 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
-
 from tsbatch.container import drain_file, drain_seconds, mark_draining
+from tsbatch.server.process_group import stop_process_group
 
 
 @dataclass(frozen=True)
@@ -43,20 +40,10 @@ class DrainSettings:
 
 
 def stop_frontend(launcher: subprocess.Popen[bytes], timeout: float) -> None:
-    """SIGTERM the launcher's children (the Java frontend), as `torchserve --stop` does, then
-    SIGKILL the launcher's process group if it has not exited after ``timeout``."""
-    try:
-        children = psutil.Process(launcher.pid).children()
-    except psutil.NoSuchProcess:
-        children = []
-    for child in children or [psutil.Process(launcher.pid)]:
-        child.terminate()
-    try:
-        launcher.wait(timeout)
-    except subprocess.TimeoutExpired:
-        print(f"[start] TorchServe still running {timeout:.0f}s after SIGTERM: killing it", flush=True)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(launcher.pid, signal.SIGKILL)  # workers the frontend did not stop
+    """SIGTERM the Java frontend, as `torchserve --stop` does, and kill what is left after
+    ``timeout`` (``tsbatch.server.process_group``, which every toolkit stop uses)."""
+    if not stop_process_group(launcher.pid, timeout, launcher):
+        print(f"[start] TorchServe was still running {timeout:.0f}s after SIGTERM: killed it", flush=True)
     launcher.wait()
 
 

@@ -72,41 +72,57 @@ def _gone(
     return not _running(_group(group))
 
 
-def stop_process_group(pid: int, timeout: float = 30, process: subprocess.Popen[bytes] | None = None) -> None:
+def _wait_until_gone(
+    pid: int,
+    process: subprocess.Popen[bytes] | None,
+    processes: list[psutil.Process] | None,
+    group: int,
+    seconds: float,
+) -> bool:
+    deadline = time.monotonic() + seconds
+    while not _gone(pid, process, processes, group):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
+
+
+def stop_process_group(pid: int, timeout: float = 30, process: subprocess.Popen[bytes] | None = None) -> bool:
     """Stop launcher ``pid``'s group: SIGTERM to its frontend (``timeout`` seconds to stop its
     workers and exit), then SIGTERM and SIGKILL to whatever of the group is left (5 s each).
 
     When we started the launcher ourselves it is reaped here (``process``): an unreaped
-    zombie would count as a member of the group.
+    zombie would count as a member of the group. Returns whether the first SIGTERM was
+    enough within ``timeout`` (False: the rest had to be signalled or killed).
     """
     try:
         group = os.getpgid(pid)
         frontend = psutil.Process(pid).children()
     except (ProcessLookupError, psutil.NoSuchProcess):
-        return
+        return True
+    # (whom, signal, seconds to exit), None being the whole group; without a frontend (it
+    # died, or the launcher has not started it yet) the group's first SIGTERM gets its time.
     steps: list[tuple[list[psutil.Process] | None, signal.Signals, float]] = [
+        (frontend, signal.SIGTERM, timeout),
         (None, signal.SIGTERM, 5),
         (None, signal.SIGKILL, 5),
     ]
-    if frontend:
-        steps.insert(0, (frontend, signal.SIGTERM, timeout))
-    else:  # a launcher without its frontend: the group gets the frontend's time
-        steps[0] = (None, signal.SIGTERM, timeout)
-    for processes, sig, seconds in steps:
+    if not frontend:
+        steps = [(None, signal.SIGTERM, timeout), steps[2]]
+    graceful = True
+    for step, (processes, sig, seconds) in enumerate(steps):
         if processes is None:
             try:
                 os.killpg(group, sig)
             except ProcessLookupError:
-                return
+                return graceful
         else:
             for member in processes:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     member.send_signal(sig)
-        deadline = time.monotonic() + seconds
-        while not _gone(pid, process, processes, group):
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(POLL_S)
-        else:
+        if _wait_until_gone(pid, process, processes, group, seconds):
             if processes is None:
-                return
+                return graceful
+        elif step == 0:
+            graceful = False
+    return graceful

@@ -68,7 +68,7 @@ def group_members(group: int) -> list[int]:
 def test_the_frontend_stops_its_own_workers_and_the_launcher_is_reaped(tmp_path: Path) -> None:
     launcher, outcome = start_group(tmp_path, "stop")
     started = time.monotonic()
-    stop_process_group(launcher.pid, timeout=10, process=launcher)
+    assert stop_process_group(launcher.pid, timeout=10, process=launcher) is True
     assert outcome.read_text() == "stopped by its frontend"
     assert launcher.returncode == 0 and group_members(launcher.pid) == []
     assert time.monotonic() - started < 5
@@ -77,7 +77,7 @@ def test_the_frontend_stops_its_own_workers_and_the_launcher_is_reaped(tmp_path:
 def test_a_frontend_that_ignores_sigterm_is_killed_after_the_timeout(tmp_path: Path) -> None:
     launcher, outcome = start_group(tmp_path, "ignore")
     started = time.monotonic()
-    stop_process_group(launcher.pid, timeout=1, process=launcher)
+    assert stop_process_group(launcher.pid, timeout=1, process=launcher) is False
     assert group_members(launcher.pid) == [] and launcher.returncode is not None
     assert outcome.read_text() == "signalled directly"  # the group's SIGTERM, after the frontend's time
     assert 1 <= time.monotonic() - started < 10
