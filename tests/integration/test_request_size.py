@@ -20,7 +20,6 @@ import pytest
 import requests
 from PIL import Image
 
-from tsbatch.archive.package import private_store
 from tsbatch.config.properties import read_properties
 from tsbatch.kinds.image.examples import jpeg, photo, photo_jpegs
 from tsbatch.kinds.image.workload import answer_problems
@@ -32,10 +31,9 @@ PHONE_BYTES = 6_000_000  # the issue's 6.0 MB JPEG, refused by the old 4 MiB lim
 
 
 @pytest.fixture(scope="module")
-def server(start_server, model_store, tmp_path_factory: pytest.TempPathFactory) -> TorchServe:
-    """resnet18 packaged from the shipped config.properties and models.yaml as they are now."""
-    properties, store = private_store(tmp_path_factory.mktemp("request-size"), [MODEL])
-    return start_server(store, [MODEL], source=properties)
+def server(torchserve: TorchServe) -> TorchServe:
+    """The session's instance: the repository's archives with the shipped limits."""
+    return torchserve
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ import argparse
 import base64
 import json
 import time
-from pathlib import Path
 
 import pytest
 import requests
@@ -24,8 +23,9 @@ BUDGET_MS = 50.0
 
 
 @pytest.fixture(scope="module")
-def server(start_server, model_store: Path) -> TorchServe:
-    return start_server(model_store, models=[MODEL])
+def server(torchserve: TorchServe) -> TorchServe:
+    """The session's instance (the shipped settings): its other model idles through the runs."""
+    return torchserve
 
 
 @pytest.mark.slow  # a comparison of latencies: meaningful on a quiet machine only
