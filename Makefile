@@ -12,14 +12,17 @@ PYTEST_ARGS ?=
 # `make test` runs the suite in two pytest runs: first everything not marked `serial` side by
 # side in TEST_JOBS processes (pytest-xdist, one test file per process at a time, so a module's
 # server starts once), then the `serial` tests alone (they time latency, stalls or shedding
-# under load, which a neighbour's CPU would skew). TEST_JOBS=0 runs the first part in one process.
+# under load, which a neighbour's CPU would skew), collected from tests/integration only unless
+# PYTEST_ARGS names paths (seconds of imports saved; tests/conftest.py refuses a serial mark
+# elsewhere). TEST_JOBS=0 runs the first part in one process.
 TEST_JOBS ?= 2
+SERIAL_PATHS = $(if $(filter tests/%,$(PYTEST_ARGS)),,tests/integration)
 # $(1): a marker expression ANDed with the split ("" for all tests). A run that selects nothing
 # (pytest's exit status 5) is no failure; either run failing fails the target.
 define two_runs
 status=0; \
 $(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "$(1) not serial" $(PYTEST_ARGS) || { rc=$$?; [ $$rc = 5 ] || status=$$rc; }; \
-$(PY) -m pytest -p no:xdist -m "$(1) serial" $(PYTEST_ARGS) || { rc=$$?; [ $$rc = 5 ] || status=$$rc; }; \
+$(PY) -m pytest -p no:xdist -m "$(1) serial" $(PYTEST_ARGS) $(SERIAL_PATHS) || { rc=$$?; [ $$rc = 5 ] || status=$$rc; }; \
 exit $$status
 endef
 

@@ -19,6 +19,19 @@ from tests.fakes import FakeContext, RecordingMetrics
 from tsbatch.paths import REPO_ROOT
 
 TINY_LABELS = ["circle", "square", "triangle"]
+INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A timed (``serial``) test needs a real server: `make test` runs them alone from
+    tests/integration only, so one marked anywhere else would run in neither of its runs."""
+    misplaced = [
+        item.nodeid
+        for item in items
+        if item.get_closest_marker("serial") and INTEGRATION_DIR not in item.path.parents
+    ]
+    if misplaced:
+        raise pytest.UsageError(f"serial tests outside tests/integration: {misplaced}")
 
 
 class TinyImageNet(torch.nn.Module):
