@@ -22,6 +22,7 @@ DRAIN_SECONDS_ENV = "TSBATCH_DRAIN_SECONDS"
 SLA_PROFILE_ENV = "SLA_PROFILE"
 CONFIG_FILE_ENV = "TS_CONFIG_FILE"
 KEY_FILE_ENV = "TS_KEY_FILE"
+CACHE_HOME_ENV = "XDG_CACHE_HOME"
 DEFAULT_CONTAINER_CONFIG = "/app/deploy/config.container.properties"
 
 
@@ -51,6 +52,9 @@ class Environment:
     config_file: Path = Path(DEFAULT_CONTAINER_CONFIG)
     # TS_KEY_FILE: the key file the probes read (default: key_file.json here).
     key_file: Path = Path("key_file.json")
+    # XDG_CACHE_HOME: the cache folder's parent (default ~/.cache); the toolkit keeps what it
+    # can make again (tsbatch.cache) in its tsbatch/ folder.
+    cache_dir: Path = Path.home() / ".cache" / "tsbatch"
 
     @classmethod
     def read(cls, environ: Mapping[str, str] | None = None) -> Environment:
@@ -79,4 +83,5 @@ class Environment:
             sla_profile=env.get(SLA_PROFILE_ENV) or None,
             config_file=Path(env.get(CONFIG_FILE_ENV) or DEFAULT_CONTAINER_CONFIG),
             key_file=Path(env.get(KEY_FILE_ENV) or here / "key_file.json"),
+            cache_dir=Path(env.get(CACHE_HOME_ENV) or Path.home() / ".cache") / "tsbatch",
         )

@@ -16,10 +16,17 @@ def test_defaults_and_overrides() -> None:
     default = Environment.read({})
     assert not default.allow_digits and default.drain_seconds == 15.0 and default.inference_token is None
     assert default.drain_file == Path.cwd() / "draining"
+    assert default.cache_dir == Path.home() / ".cache" / "tsbatch"
     given = Environment.read(
-        {"TSBATCH_ALLOW_DIGITS": "1", "TSBATCH_DRAIN_SECONDS": "0.5", "SLA_PROFILE": "cpu"}
+        {
+            "TSBATCH_ALLOW_DIGITS": "1",
+            "TSBATCH_DRAIN_SECONDS": "0.5",
+            "SLA_PROFILE": "cpu",
+            "XDG_CACHE_HOME": "/c",
+        }
     )
     assert given.allow_digits and given.drain_seconds == 0.5 and given.sla_profile == "cpu"
+    assert given.cache_dir == Path("/c/tsbatch")
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 built classifies real photos decoded both ways, and ``reducedDecode: auto`` serves reduced
 decoding only where its answers stay those of the reference decoding.
 
-The photos (``photos.photo``, JPEG quality 90, several aspects and crops) are sized for
+The photos (``examples.photo``, JPEG quality 90, several aspects and crops) are sized for
 the model: their shorter sides are 2 to 8 times twice its resize size, so each DCT
 scale is used, at the margin (decoded exactly twice the resize size) and inside it. A
 model that passes agrees on the top-1 of at least 99% of them and never disagrees where
@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
+from importlib.metadata import version
 from pathlib import Path
 
 import torch
@@ -22,7 +23,8 @@ from image_serving.config import ReducedDecodeGate
 from image_serving.images import normalize_pixels, raw_pixels
 from image_serving.reduced import SHARPNESS_MARGIN
 from tsbatch.archive import artifacts
-from tsbatch.kinds.image.examples import jpeg, photo
+from tsbatch.cache import cached_bodies, file_digest
+from tsbatch.kinds.image import examples
 from tsbatch.kinds.image.weights import ResolvedWeights
 
 GATE_PHOTOS = 64
@@ -73,7 +75,17 @@ class GateFigures:
 @functools.cache
 def gate_photos(resize_size: int, count: int = GATE_PHOTOS, seed: int = 0) -> tuple[bytes, ...]:
     """``count`` real photos as JPEG bodies, sized for a model resizing to ``resize_size``
-    (made once per process: several seconds at camera sizes)."""
+    (about 10 s of one core at 224x224 models: made once per machine, read from its cache)."""
+    recipe = [resize_size, count, seed, SIDE_FACTORS, ASPECTS, SHARPNESS_MARGIN]
+    recipe += [
+        version("pillow"),
+        version("scikit-learn"),
+        file_digest(Path(__file__), Path(examples.__file__)),
+    ]
+    return cached_bodies("gate-photos", recipe, lambda: made_gate_photos(resize_size, count, seed))
+
+
+def made_gate_photos(resize_size: int, count: int, seed: int) -> list[bytes]:
     bodies = []
     for index in range(count):
         factor = SIDE_FACTORS[index % len(SIDE_FACTORS)]
@@ -81,8 +93,8 @@ def gate_photos(resize_size: int, count: int = GATE_PHOTOS, seed: int = 0) -> tu
         short = round(factor * SHARPNESS_MARGIN * resize_size)
         long = round(short * max(ratio_w, ratio_h) / min(ratio_w, ratio_h))
         width, height = (long, short) if ratio_w >= ratio_h else (short, long)
-        bodies.append(jpeg(photo(index, width, height, seed)))
-    return tuple(bodies)
+        bodies.append(examples.jpeg(examples.photo(index, width, height, seed)))
+    return bodies
 
 
 def probabilities(
