@@ -27,14 +27,6 @@ def cache_dir() -> Path:
     return Environment.read().cache_dir
 
 
-def file_digest(*paths: Path) -> str:
-    """The digest of source files, for a recipe: an edit to how the bytes are made remakes them."""
-    digest = hashlib.sha256()
-    for path in paths:
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
 def cached_bodies(
     name: str, recipe: Sequence[object], make: Callable[[], Sequence[bytes]]
 ) -> tuple[bytes, ...]:

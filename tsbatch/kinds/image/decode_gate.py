@@ -23,7 +23,7 @@ from image_serving.config import ReducedDecodeGate
 from image_serving.images import normalize_pixels, raw_pixels
 from image_serving.reduced import SHARPNESS_MARGIN
 from tsbatch.archive import artifacts
-from tsbatch.cache import cached_bodies, file_digest
+from tsbatch.cache import cached_bodies
 from tsbatch.kinds.image import examples
 from tsbatch.kinds.image.weights import ResolvedWeights
 
@@ -76,12 +76,9 @@ class GateFigures:
 def gate_photos(resize_size: int, count: int = GATE_PHOTOS, seed: int = 0) -> tuple[bytes, ...]:
     """``count`` real photos as JPEG bodies, sized for a model resizing to ``resize_size``
     (about 10 s of one core at 224x224 models: made once per machine, read from its cache)."""
+    sources = (Path(__file__), Path(examples.__file__))  # an edit to how they are made remakes them
     recipe = [resize_size, count, seed, SIDE_FACTORS, ASPECTS, SHARPNESS_MARGIN]
-    recipe += [
-        version("pillow"),
-        version("scikit-learn"),
-        file_digest(Path(__file__), Path(examples.__file__)),
-    ]
+    recipe += [version("pillow"), version("scikit-learn"), *map(artifacts.file_digest, sources)]
     return cached_bodies("gate-photos", recipe, lambda: made_gate_photos(resize_size, count, seed))
 
 
