@@ -53,8 +53,9 @@ class Environment:
     # TS_KEY_FILE: the key file the probes read (default: key_file.json here).
     key_file: Path = Path("key_file.json")
     # XDG_CACHE_HOME: the cache folder's parent (default ~/.cache); the toolkit keeps what it
-    # can make again (tsbatch.cache) in its tsbatch/ folder.
-    cache_dir: Path = Path.home() / ".cache" / "tsbatch"
+    # can make again (tsbatch.cache) in its tsbatch/ folder. os.path.expanduser, not
+    # Path.home(): a container user without a home must still import this module.
+    cache_dir: Path = Path(os.path.expanduser("~/.cache/tsbatch"))
 
     @classmethod
     def read(cls, environ: Mapping[str, str] | None = None) -> Environment:
@@ -83,5 +84,5 @@ class Environment:
             sla_profile=env.get(SLA_PROFILE_ENV) or None,
             config_file=Path(env.get(CONFIG_FILE_ENV) or DEFAULT_CONTAINER_CONFIG),
             key_file=Path(env.get(KEY_FILE_ENV) or here / "key_file.json"),
-            cache_dir=Path(env.get(CACHE_HOME_ENV) or Path.home() / ".cache") / "tsbatch",
+            cache_dir=Path(env.get(CACHE_HOME_ENV) or os.path.expanduser("~/.cache")) / "tsbatch",
         )

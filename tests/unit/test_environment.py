@@ -16,7 +16,7 @@ def test_defaults_and_overrides() -> None:
     default = Environment.read({})
     assert not default.allow_digits and default.drain_seconds == 15.0 and default.inference_token is None
     assert default.drain_file == Path.cwd() / "draining"
-    assert default.cache_dir == Path.home() / ".cache" / "tsbatch"
+    assert default.cache_dir == Path.home() / ".cache" / "tsbatch" == Environment().cache_dir
     given = Environment.read(
         {
             "TSBATCH_ALLOW_DIGITS": "1",
