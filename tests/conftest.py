@@ -16,6 +16,7 @@ import yaml
 from PIL import Image
 
 from tests.fakes import FakeContext, RecordingMetrics
+from tsbatch.archive.scripting import forget_replaced_operators
 from tsbatch.paths import REPO_ROOT
 
 TINY_LABELS = ["circle", "square", "triangle"]
@@ -32,6 +33,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     ]
     if misplaced:
         raise pytest.UsageError(f"serial tests outside tests/integration: {misplaced}")
+
+
+@pytest.fixture(autouse=True)
+def sound_torchscript_table() -> None:
+    """Tests script models themselves, after earlier tests in the same process
+    imported Inductor, torchao or transformers (tsbatch/archive/scripting.py says why)."""
+    forget_replaced_operators()
 
 
 class TinyImageNet(torch.nn.Module):

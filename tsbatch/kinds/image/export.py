@@ -36,6 +36,7 @@ from tsbatch.archive.compiled import CompileSettings, GateData, NothingToServeEr
 from tsbatch.archive.gates import Batch, Scorer, top1_accuracy
 from tsbatch.archive.int8.candidate import Int8Plan
 from tsbatch.archive.manifest import ManifestError, ModelSpec
+from tsbatch.archive.scripting import script
 from tsbatch.kinds.image.calibration import calibration_batches
 from tsbatch.kinds.image.decode_gate import gate_reduced_decoding
 from tsbatch.kinds.image.digits import train_on_digits
@@ -79,7 +80,7 @@ def to_torchscript(resolved: ResolvedWeights) -> tuple[torch.jit.ScriptModule, s
         warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what TorchServe loads
         warnings.simplefilter("ignore", torch.jit.TracerWarning)  # verification checks the trace
         try:
-            return torch.jit.script(model), "scripted"
+            return script(model), "scripted"
         except Exception as exc:
             print(f"[export] TorchScript by tracing: scripting failed ({type(exc).__name__})")
         example = torch.zeros(2, 3, resolved.crop_size, resolved.crop_size)

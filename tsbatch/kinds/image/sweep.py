@@ -15,6 +15,7 @@ from tsbatch.analysis.sweep.inputs import POOL_SIZE, Scenario, cycle
 from tsbatch.analysis.sweep.swept import SweptModel
 from tsbatch.archive import artifacts
 from tsbatch.archive.manifest import ModelSpec
+from tsbatch.archive.scripting import script
 from tsbatch.kinds.image.examples import handwritten_digits
 from tsbatch.kinds.image.schema import ImageModel
 from tsbatch.paths import REPO_ROOT
@@ -78,7 +79,7 @@ def stand_in(spec: ModelSpec, work_dir: Path) -> SweptModel:
         description=f"torchvision {architecture}, ImageNet shape (1000 classes), RANDOM weights - timing only; "
         "TorchScript via torch.jit.script, fp32 frozen + optimized as workers run it; 224x224 with "
         "the production preprocessing",
-        module=torch.jit.script(model),
+        module=script(model),
         scenarios=[image_scenario(handler)],
         optimize=True,
     )
